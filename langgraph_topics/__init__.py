@@ -1,0 +1,1 @@
+"""Topic-partitioned memory for LangChain and LangGraph chat applications."""

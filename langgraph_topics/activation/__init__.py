@@ -1,0 +1,1 @@
+"""Grey activation and recall cues (seed 000 §4.7, §16.2)."""

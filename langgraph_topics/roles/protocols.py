@@ -1,0 +1,132 @@
+"""One interface per model role; every role has a native and an LLM back end.
+
+The nodes only see these protocols. A back end receives plain records (never graph state) and
+returns plain records; validation that protects the stores (every message assigned once, ids
+known, scores in range) happens in the nodes, whatever the back end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypedDict
+
+from langgraph_topics.state.records import AssembledContext, StoredMessage, TopicStatus
+
+
+class TopicInfo(TypedDict):
+    """What a role is told about a topic."""
+
+    id: str
+    name: str
+    brief: str
+    status: TopicStatus
+    file: str
+
+
+class NewTopic(TypedDict):
+    """A topic the splitter wants created."""
+
+    key: str
+    """A label local to one split plan, referenced by assignments."""
+    name: str
+    brief: str
+
+
+class SplitAssignment(TypedDict):
+    """Messages that go to one topic: an existing one (``topic_id``) or a new one (``new_key``)."""
+
+    message_ids: list[str]
+    topic_id: str | None
+    new_key: str | None
+
+
+class SplitPlan(TypedDict):
+    """The splitter's answer: where each message goes (seed 000 §6.4)."""
+
+    assignments: list[SplitAssignment]
+    new_topics: list[NewTopic]
+
+
+class TopicVerdict(TypedDict):
+    """A topic window's answer (seed 000 §4.2 / §6.1)."""
+
+    relevance_score: float
+    referenced_message_ids: list[str]
+    summary: str
+
+
+class RoutedTopic(TypedDict):
+    """One topic chosen by the index router, with its relevance in [0, 1]."""
+
+    topic_id: str
+    relevance: float
+    reason: str
+
+
+class ResponderReply(TypedDict):
+    """The responder's answer: a text, or a request to activate topics first."""
+
+    text: str
+    activate_query: str | None
+    """When set, the reply is discarded and topics matching this query are activated."""
+
+
+class Splitter(Protocol):
+    """Assigns older unsplit messages to topics (strong model)."""
+
+    def split(self, units: Sequence[Sequence[StoredMessage]], topics: Sequence[TopicInfo]) -> SplitPlan:
+        """Assign every message of ``units``; messages of one unit must go to one topic."""
+        ...
+
+
+class TopicWindow(Protocol):
+    """Reads one topic against the unsplit messages (cheap model, run in parallel)."""
+
+    def evaluate(
+        self,
+        topic: TopicInfo,
+        topic_messages: Sequence[StoredMessage],
+        unsplit: Sequence[StoredMessage],
+    ) -> TopicVerdict:
+        """Score the topic's relevance and pick the messages the main window needs."""
+        ...
+
+
+class BriefWriter(Protocol):
+    """Rewrites a topic's name and brief after messages are appended (cheap model)."""
+
+    def write(
+        self, topic: TopicInfo, messages: Sequence[StoredMessage]
+    ) -> tuple[str, str]:
+        """Return ``(name, brief)``; the brief is about 1 KB (seed 000 §4.6)."""
+        ...
+
+
+class IndexRouter(Protocol):
+    """Picks topics from index candidates (cheap model, seed 000 §6.3)."""
+
+    def route(
+        self, query: str, candidates: Sequence[tuple[TopicInfo, float]], *, deep: bool
+    ) -> list[RoutedTopic]:
+        """Rank the candidates (given with their index similarity) for the query, best first."""
+        ...
+
+
+class Responder(Protocol):
+    """Answers the user from the assembled main window (strong model)."""
+
+    def respond(self, context: AssembledContext, *, can_activate: bool) -> ResponderReply:
+        """Answer, or ask for topic activation when ``can_activate`` and context is missing."""
+        ...
+
+
+@dataclass
+class Roles:
+    """The back end serving each role."""
+
+    splitter: Splitter
+    topic_window: TopicWindow
+    brief_writer: BriefWriter
+    index_router: IndexRouter
+    responder: Responder

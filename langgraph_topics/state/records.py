@@ -1,0 +1,137 @@
+"""Typed records shared by the state, the stores and the role back ends.
+
+All of them are plain ``TypedDict``s so that they serialise into checkpoints and JSONL files
+without custom encoders, and so that Studio shows them as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+Role = Literal["user", "assistant", "tool", "system"]
+TopicStatus = Literal["active", "dormant", "archived"]
+
+
+class StoredMessage(TypedDict):
+    """One conversation message as the topic store keeps it (one JSONL line)."""
+
+    id: str
+    """The message id; unique across the whole thread."""
+    role: Role
+    content: str
+    """The message text (the full text: stores never keep previews)."""
+    name: NotRequired[str]
+    timestamp: NotRequired[str]
+    """ISO-8601 time the message was sent, when known."""
+    tool_calls: NotRequired[list[dict[str, object]]]
+    """For an assistant message that called tools: the calls, as LangChain ``ToolCall`` dicts."""
+    tool_call_id: NotRequired[str]
+    """For a tool result: the call it answers."""
+
+
+class TopicMeta(TypedDict):
+    """What the topic store knows about a topic besides its messages."""
+
+    id: str
+    name: str
+    brief: str
+    """About 1 KB describing the topic: its activation fingerprint (seed 000 §4.6)."""
+    parent_id: str | None
+    created_at: str
+    updated_at: str
+    message_count: int
+    file: str
+    """Path of the topic's JSONL file, relative to the thread's data directory."""
+
+
+class TopicRecord(TypedDict):
+    """A topic as the graph state tracks it (kept small: it is checkpointed every turn)."""
+
+    id: str
+    name: str
+    status: TopicStatus
+    parent_id: str | None
+    scores: list[float]
+    """The last relevance scores, newest last (at most the sliding-window size)."""
+    created_at: str
+    last_active_at: str
+    """When the topic was last activated or scored at or above the activation threshold."""
+    message_count: int
+
+
+class TopicResult(TypedDict):
+    """One topic window's output for this turn (seed 000 §4.2)."""
+
+    topic_id: str
+    name: str
+    brief: str
+    file: str
+    relevance_score: float
+    referenced_message_ids: list[str]
+    """Empty when the score is under the reference threshold (0.3)."""
+    summary: str
+    """Empty when the score is under the reference threshold (0.3)."""
+    round: int
+    """Which pass of this turn produced it: 0 for the first fan-out, n for the n-th activation."""
+
+
+class SectionTokens(TypedDict):
+    """Tokens per section of the assembled main window."""
+
+    system: int
+    topics: int
+    unsplit: int
+    recent: int
+
+
+class TrimRecord(TypedDict):
+    """Something the assembler left out or shortened to stay within the budget."""
+
+    kind: Literal["topic_result", "referenced_message", "unsplit_message", "recent_truncated"]
+    id: str
+    tokens: int
+
+
+class AssembledContext(TypedDict):
+    """The main window of this turn, as sent to the responder."""
+
+    messages: list[StoredMessage]
+    """Conversation messages placed in the window (referenced, unsplit, recent), in order."""
+    message_ids: list[str]
+    """Ids of every conversation message in the window, each once."""
+    system_prompt: str
+    """The rendered system prompt, topic results included."""
+    tokens: int
+    budget: int
+    sections: SectionTokens
+    topic_ids: list[str]
+    """Topics whose results made it into the window, highest score first."""
+    trimmed: list[TrimRecord]
+
+
+class TurnEvent(TypedDict):
+    """Something notable that happened this turn (split, activation, dormancy, recall cue…)."""
+
+    kind: Literal[
+        "split",
+        "topic_created",
+        "activated",
+        "dormant",
+        "recall_cue",
+        "index_search",
+        "trimmed",
+        "reconciled",
+        "degraded",
+    ]
+    detail: str
+    topic_ids: NotRequired[list[str]]
+    reason: NotRequired[str]
+
+
+class ActivationRequest(TypedDict):
+    """A request to search the topic index and activate what it finds."""
+
+    query: str
+    reason: Literal["tool_call", "recall_cue", "weak_results"]
+    deep: bool
+    """Deep search: more candidates, looser threshold (recall cues)."""

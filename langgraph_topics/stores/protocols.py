@@ -1,0 +1,100 @@
+"""Protocols of the stores, so that embedded defaults can be swapped for servers at scale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from langgraph_topics.state.records import StoredMessage, TopicMeta
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors (cosine similarity = dot product)."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text; the result has one vector per text, each of norm 1."""
+        ...
+
+
+class TopicStore(Protocol):
+    """Durable home of split messages: one append-only file per topic, plus metadata.
+
+    A crash at any point must leave files that reopen cleanly: a half-written last line is
+    ignored (and reported) when the file is read back.
+    """
+
+    def create_topic(
+        self, name: str, brief: str, *, parent_id: str | None = None, created_at: str | None = None
+    ) -> TopicMeta:
+        """Create an empty topic and return its metadata (a fresh, unique id)."""
+        ...
+
+    def append(self, topic_id: str, messages: Sequence[StoredMessage]) -> None:
+        """Append messages to a topic; ids already stored anywhere are rejected (ValueError)."""
+        ...
+
+    def set_brief(self, topic_id: str, name: str, brief: str) -> None:
+        """Replace the topic's name and brief."""
+        ...
+
+    def messages(self, topic_id: str) -> list[StoredMessage]:
+        """All messages of a topic, in the order they were appended."""
+        ...
+
+    def get_messages(self, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
+        """Look messages up by id across all topics; unknown ids are left out."""
+        ...
+
+    def locate(self, message_id: str) -> str | None:
+        """The topic holding a message, or None."""
+        ...
+
+    def message_ids(self) -> dict[str, str]:
+        """Every stored message id mapped to its topic id."""
+        ...
+
+    def topic_ids(self) -> list[str]:
+        """Ids of all topics, oldest first."""
+        ...
+
+    def meta(self, topic_id: str) -> TopicMeta:
+        """A topic's metadata (KeyError for an unknown id)."""
+        ...
+
+    def link(self, from_id: str, to_id: str, kind: str) -> None:
+        """Record a relation between two topics (e.g. ``subtopic``, ``related``)."""
+        ...
+
+    def links(self, topic_id: str) -> list[tuple[str, str]]:
+        """Relations of a topic as ``(other_id, kind)``."""
+        ...
+
+    def time_index(self) -> dict[str, list[str]]:
+        """Topics per day (``YYYY-MM-DD`` of the messages' timestamps) — seed 000 §9."""
+        ...
+
+
+class TopicIndex(Protocol):
+    """Searchable index of topic briefs (the topic index window's material)."""
+
+    def upsert(self, topic_id: str, name: str, brief: str, *, status: str) -> None:
+        """Add or replace a topic's brief."""
+        ...
+
+    def set_status(self, topic_id: str, status: str) -> None:
+        """Record a topic's status (searches can filter on it)."""
+        ...
+
+    def search(
+        self, query: str, *, k: int, exclude_status: Sequence[str] = ("archived",)
+    ) -> list[tuple[str, float]]:
+        """Topics most similar to the query as ``(topic_id, similarity in [0, 1])``, best first."""
+        ...
+
+    def remove(self, topic_id: str) -> None:
+        """Remove a topic from the index."""
+        ...
+
+    def count(self) -> int:
+        """Number of indexed topics."""
+        ...
