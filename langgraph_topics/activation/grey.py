@@ -47,13 +47,15 @@ def decide_dormancy(topics: Sequence[TopicRecord], settings: Settings) -> Activi
     count = len(active)
     sleep_below = dormancy_threshold(count)
     strict_below = activation_threshold(count)
-    ranked = sorted(active, key=lambda t: sliding_average(t["scores"], settings.score_window),
-                    reverse=True)
+    ranked = sorted(
+        active, key=lambda t: sliding_average(t["scores"], settings.score_window), reverse=True
+    )
     keep: list[str] = []
     dormant: dict[str, str] = {}
     for rank, topic in enumerate(ranked):
         average = sliding_average(topic["scores"], settings.score_window)
-        if rank < settings.min_active:
+        if rank < settings.min_active or not topic["scores"]:
+            # Never below the lower bound; a topic never scored yet has not been judged.
             keep.append(topic["id"])
         elif rank >= settings.max_active:
             dormant[topic["id"]] = f"rank {rank + 1} beyond the maximum of {settings.max_active}"

@@ -75,7 +75,9 @@ class ResponderReply(TypedDict):
 class Splitter(Protocol):
     """Assigns older unsplit messages to topics (strong model)."""
 
-    def split(self, units: Sequence[Sequence[StoredMessage]], topics: Sequence[TopicInfo]) -> SplitPlan:
+    def split(
+        self, units: Sequence[Sequence[StoredMessage]], topics: Sequence[TopicInfo]
+    ) -> SplitPlan:
         """Assign every message of ``units``; messages of one unit must go to one topic."""
         ...
 
@@ -96,9 +98,7 @@ class TopicWindow(Protocol):
 class BriefWriter(Protocol):
     """Rewrites a topic's name and brief after messages are appended (cheap model)."""
 
-    def write(
-        self, topic: TopicInfo, messages: Sequence[StoredMessage]
-    ) -> tuple[str, str]:
+    def write(self, topic: TopicInfo, messages: Sequence[StoredMessage]) -> tuple[str, str]:
         """Return ``(name, brief)``; the brief is about 1 KB (seed 000 §4.6)."""
         ...
 

@@ -19,8 +19,12 @@ from langgraph_topics.state.records import Role, StoredMessage
 TIMESTAMP_KEY = "timestamp"
 """Key under ``additional_kwargs`` holding a message's ISO-8601 send time."""
 
-_ROLE_OF_TYPE: dict[str, Role] = {"human": "user", "ai": "assistant", "tool": "tool",
-                                  "system": "system"}
+_ROLE_OF_TYPE: dict[str, Role] = {
+    "human": "user",
+    "ai": "assistant",
+    "tool": "tool",
+    "system": "system",
+}
 
 
 def text_of(message: BaseMessage) -> str:

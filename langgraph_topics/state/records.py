@@ -96,9 +96,13 @@ class AssembledContext(TypedDict):
     """The main window of this turn, as sent to the responder."""
 
     messages: list[StoredMessage]
-    """Conversation messages placed in the window (referenced, unsplit, recent), in order."""
+    """The chat part of the window: unsplit messages, then the recent ones, in order."""
+    referenced_messages: list[StoredMessage]
+    """Split messages quoted by topic results (rendered in the system prompt), each once."""
     message_ids: list[str]
-    """Ids of every conversation message in the window, each once."""
+    """Ids of every conversation message in the window (referenced and chat), each once."""
+    recent_ids: list[str]
+    """Ids of the last ``keep_recent`` messages, all of which are in the window."""
     system_prompt: str
     """The rendered system prompt, topic results included."""
     tokens: int
@@ -126,6 +130,20 @@ class TurnEvent(TypedDict):
     detail: str
     topic_ids: NotRequired[list[str]]
     reason: NotRequired[str]
+
+
+class EstimateRecord(TypedDict):
+    """Step 0 of a turn: the expected main-window size before anything is split."""
+
+    system: int
+    topics: int
+    """Expected topic-result tokens (what the previous turn's results took)."""
+    messages: int
+    """Unsplit and recent messages, the new one included."""
+    total: int
+    budget: int
+    share: float
+    split: bool
 
 
 class ActivationRequest(TypedDict):

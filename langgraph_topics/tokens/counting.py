@@ -48,8 +48,9 @@ def _encoding_counter(encoding_name: str) -> TokenCounter | None:
 
         encoding = quicktok.get_encoding(encoding_name)
     except Exception as error:  # missing wheel or unknown encoding: fall back, but say so
-        log.warning("tokenizer %s unavailable (%s); using the script-aware estimate",
-                    encoding_name, error)
+        log.warning(
+            "tokenizer %s unavailable (%s); using the script-aware estimate", encoding_name, error
+        )
         return None
 
     def count(text: str) -> int:

@@ -1,1 +1,53 @@
-"""roles native package."""
+"""Native role back ends: embeddings, keywords and extractive summaries, no language model.
+
+This is the lightweight (semantic) mode: deterministic, offline, and fast enough to run every
+role on every turn. Each back end implements one protocol of :mod:`langgraph_topics.roles`.
+"""
+
+from __future__ import annotations
+
+from langgraph_topics.roles.native.brief_writer import NativeBriefWriter
+from langgraph_topics.roles.native.calibration import calibrate
+from langgraph_topics.roles.native.index_router import NativeIndexRouter
+from langgraph_topics.roles.native.responder import NativeResponder
+from langgraph_topics.roles.native.splitter import NativeSplitter
+from langgraph_topics.roles.native.topic_window import NativeTopicWindow
+from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.settings import Settings
+from langgraph_topics.stores.protocols import Embedder
+
+
+def native_roles(embedder: Embedder, settings: Settings | None = None) -> Roles:
+    """Build the five native back ends around one embedder.
+
+    Args:
+        embedder: Shared by the splitter, the topic window and the brief writer.
+        settings: Source of the reference threshold, the brief size and the summary limit
+            (the specification's defaults when omitted).
+
+    Returns:
+        The roles, ready for the graph.
+    """
+    brief_bytes = settings.brief_bytes if settings is not None else 1024
+    return Roles(
+        splitter=NativeSplitter(embedder, brief_bytes=brief_bytes),
+        topic_window=NativeTopicWindow(
+            embedder,
+            reference_threshold=settings.reference_threshold if settings is not None else 0.3,
+            summary_chars=settings.summary_soft_limit_chars if settings is not None else 2000,
+        ),
+        brief_writer=NativeBriefWriter(embedder, brief_bytes=brief_bytes),
+        index_router=NativeIndexRouter(),
+        responder=NativeResponder(),
+    )
+
+
+__all__ = [
+    "NativeBriefWriter",
+    "NativeIndexRouter",
+    "NativeResponder",
+    "NativeSplitter",
+    "NativeTopicWindow",
+    "calibrate",
+    "native_roles",
+]

@@ -1,0 +1,60 @@
+"""The invariants of DESIGN.md, checked against a thread's state and stores."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langgraph_topics.state.records import AssembledContext, TopicResult
+
+
+@dataclass
+class CheckReport:
+    """Outcome of ``TopicMemory.check``: one line per finding, and whether all held."""
+
+    ok: bool = True
+    findings: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def fail(self, finding: str) -> None:
+        """Record a broken invariant."""
+        self.ok = False
+        self.findings.append(finding)
+
+
+def check_partition(
+    report: CheckReport, working_ids: Sequence[str], located: dict[str, str], total: int
+) -> None:
+    """Invariant 1: unsplit ∪ topics = every message ever added, pairwise disjoint."""
+    duplicates = [i for i, n in Counter(working_ids).items() if n > 1]
+    if duplicates:
+        report.fail(f"invariant 1: ids twice in the working set: {duplicates[:5]}")
+    both = [i for i in working_ids if i in located]
+    if both:
+        report.fail(f"invariant 1: {len(both)} ids both unsplit and in a topic: {both[:5]}")
+    held = len(set(working_ids)) + len(located) - len(set(both))
+    if held != total:
+        report.fail(f"invariant 1: {total} messages were added but {held} are held")
+    report.counts.update(unsplit=len(working_ids), split=len(located), total=total)
+
+
+def check_context(
+    report: CheckReport,
+    context: AssembledContext,
+    expected_recent: Sequence[str],
+    results: dict[str, TopicResult],
+) -> None:
+    """Invariants 2 and 3 on one assembled window, plus 'no message twice' and the budget."""
+    in_window = context["message_ids"]
+    missing = [i for i in expected_recent if i not in in_window]
+    if missing or list(context["recent_ids"]) != list(expected_recent):
+        report.fail(f"invariant 2: recent messages missing from the window: {missing[:5]}")
+    scores = [results[t]["relevance_score"] for t in context["topic_ids"] if t in results]
+    if scores != sorted(scores, reverse=True):
+        report.fail(f"invariant 3: topic results not sorted by score: {scores}")
+    twice = [i for i, n in Counter(in_window).items() if n > 1]
+    if twice:
+        report.fail(f"no message twice: {twice[:5]} appear more than once")
+    if context["tokens"] > context["budget"]:
+        report.fail(f"budget: window of {context['tokens']} tokens over {context['budget']}")

@@ -1,0 +1,65 @@
+"""``langgraph-topics demo``: a scripted conversation showing the lifecycle, offline."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from langgraph_topics.cli.tables import clip
+from langgraph_topics.memory import TopicMemory
+
+DEMO_BUDGET = 1500
+"""Small enough that the script splits after a few turns."""
+
+
+def load_script() -> list[dict[str, str]]:
+    """The demo's user lines with a note on what each one shows."""
+    text = (resources.files("langgraph_topics.demo") / "script.jsonl").read_text("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def run_demo(data_dir: Path | None, thread_id: str, budget: int | None) -> int:
+    """Run the script and print, per turn, what the memory did."""
+    with tempfile.TemporaryDirectory(prefix="langgraph-topics-demo-") as scratch:
+        memory = TopicMemory(
+            data_dir=data_dir or Path(scratch), budget_tokens=budget or DEMO_BUDGET
+        )
+        print(
+            f"budget {memory.settings.budget_tokens} tokens, split at "
+            f"{memory.settings.split_trigger:.0%}, last {memory.settings.keep_recent} kept\n"
+        )
+        for turn, line in enumerate(load_script(), start=1):
+            reply = memory.chat(thread_id, line["text"])
+            state = memory.state(thread_id)
+            estimate = state["estimate"]
+            active = sum(1 for t in state.get("topics", {}).values() if t["status"] == "active")
+            note = f"  ({line['note']})" if line.get("note") else ""
+            print(f"turn {turn:2d}{note}")
+            print(f"  user   : {clip(line['text'], 90)}")
+            print(
+                f"  window : estimate {estimate['share']:.0%} of budget, "
+                f"{len(state.get('topics', {}))} topics, {active} active, "
+                f"{state['context']['tokens']} tokens assembled"
+            )
+            for event in state.get("events", []):
+                if event["kind"] in (
+                    "split",
+                    "topic_created",
+                    "activated",
+                    "dormant",
+                    "recall_cue",
+                    "index_search",
+                    "degraded",
+                ):
+                    print(f"  {event['kind']:<7}: {clip(event['detail'], 100)}")
+            print(f"  reply  : {clip(reply, 90)}\n")
+        report = memory.check(thread_id)
+        print("check  :", "all invariants hold" if report.ok else "; ".join(report.findings))
+        for topic in memory.topics(thread_id):
+            print(
+                f"  {topic['id']}  {topic['status']:<8} {topic['message_count']:3d} msgs  "
+                f"{clip(topic['name'], 50)}"
+            )
+        return 0 if report.ok else 1

@@ -1,0 +1,1 @@
+"""The scripted offline demo conversation."""

@@ -1,0 +1,75 @@
+"""Assemble the topic-memory graph (nothing is compiled at import time)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from langgraph_topics.graph import routing
+from langgraph_topics.nodes.activate import activate
+from langgraph_topics.nodes.assemble import assemble
+from langgraph_topics.nodes.bookkeeping import bookkeeping
+from langgraph_topics.nodes.estimate import estimate
+from langgraph_topics.nodes.recall_cue import recall_cue
+from langgraph_topics.nodes.respond import respond
+from langgraph_topics.nodes.split import split
+from langgraph_topics.nodes.topic_window import topic_window
+from langgraph_topics.services import TopicContext
+from langgraph_topics.state.schema import InputState, TopicState, TopicWindowTask
+
+
+def build_graph(
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    *,
+    full_input: bool = False,
+    name: str = "topic_memory",
+) -> CompiledStateGraph[TopicState, TopicContext, InputState, TopicState]:
+    """Build and compile the topic-memory graph.
+
+    Args:
+        checkpointer: Persistence for the working set (e.g. ``open_sqlite_checkpointer``);
+            leave ``None`` when a server brings its own (LangGraph Studio / Server).
+        full_input: Accept the whole state as input (used to replay a state without
+            persisting it, for context queries); the default input is ``messages`` and ``mode``.
+        name: The graph's name, as Studio and parent graphs show it.
+
+    Returns:
+        The compiled graph. Pass ``context=TopicContext(services=...)`` when invoking to choose
+        the stores and back ends; without it the process default (from the environment) serves.
+    """
+    builder = StateGraph(
+        TopicState,
+        context_schema=TopicContext,
+        input_schema=TopicState if full_input else InputState,
+        output_schema=TopicState,
+    )
+    builder.add_node("estimate", estimate)
+    builder.add_node("split", split)
+    builder.add_node("recall_cue", recall_cue)
+    builder.add_node("activate", activate)
+    builder.add_node("topic_window", topic_window, input_schema=TopicWindowTask)
+    builder.add_node("assemble", assemble)
+    builder.add_node("respond", respond)
+    builder.add_node("bookkeeping", bookkeeping)
+
+    # Every turn starts by estimating the main window.
+    builder.add_edge(START, "estimate")
+    # Over 70 % of the budget: split before the topic windows read anything.
+    builder.add_conditional_edges("estimate", routing.after_estimate, ["split", "recall_cue", END])
+    builder.add_conditional_edges("split", routing.after_split, ["recall_cue", END])
+    # A recall cue searches the index first; otherwise every active topic is read in parallel.
+    builder.add_conditional_edges(
+        "recall_cue", routing.after_recall_cue, ["activate", "topic_window", "assemble"]
+    )
+    # After an activation only the newly activated topics are read.
+    builder.add_conditional_edges("activate", routing.fan_out, ["topic_window", "assemble"])
+    builder.add_edge("topic_window", "assemble")
+    # Weak results search the index once; a context query ends with the assembled window.
+    builder.add_conditional_edges("assemble", routing.after_assemble, ["activate", "respond", END])
+    # The responder may ask for topics (activate_topic); its reply is then regenerated.
+    builder.add_conditional_edges("respond", routing.after_respond, ["activate", "bookkeeping"])
+    builder.add_edge("bookkeeping", END)
+    return builder.compile(checkpointer=checkpointer, name=name)

@@ -1,0 +1,81 @@
+"""Edge functions: where a turn goes after each node."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from langgraph_topics.services import TopicContext, services_of, thread_id_of
+from langgraph_topics.state.schema import TopicState, TopicWindowTask
+from langgraph_topics.state.working_set import stored_view
+
+
+def after_estimate(state: TopicState) -> Literal["split", "recall_cue", "__end__"]:
+    """Split first when the estimate passed the trigger; an import without a split ends here."""
+    if state["estimate"]["split"]:
+        return "split"
+    return "__end__" if state.get("mode") == "import" else "recall_cue"
+
+
+def after_split(state: TopicState) -> Literal["recall_cue", "__end__"]:
+    """An import stops after splitting; a chat or context turn goes on."""
+    return "__end__" if state.get("mode") == "import" else "recall_cue"
+
+
+def after_recall_cue(
+    state: TopicState, runtime: Runtime[TopicContext]
+) -> Literal["activate", "assemble"] | list[Send]:
+    """A recall cue searches the index before the fan-out; otherwise fan out now."""
+    if state.get("activation"):
+        return "activate"
+    return fan_out(state, runtime)
+
+
+def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assemble"] | list[Send]:
+    """One topic-window task per active topic that has no result yet this turn.
+
+    After an activation only the newly activated topics lack a result, so only they are read;
+    the earlier results are reused.
+    """
+    done = state.get("topic_results") or {}
+    pending = [
+        topic_id
+        for topic_id, record in (state.get("topics") or {}).items()
+        if record["status"] == "active" and topic_id not in done
+    ]
+    if not pending:
+        return "assemble"
+    unsplit = stored_view(state["messages"])
+    thread_id = thread_id_of(runtime)
+    round_ = state.get("activation_rounds", 0)
+    return [
+        Send(
+            "topic_window",
+            TopicWindowTask(thread_id=thread_id, topic_id=topic_id, round=round_, unsplit=unsplit),
+        )
+        for topic_id in pending
+    ]
+
+
+def after_assemble(
+    state: TopicState, runtime: Runtime[TopicContext]
+) -> Literal["activate", "respond", "__end__"]:
+    """Weak results → search the index once (seed: zero relevant topics → search more briefs).
+
+    Then a context query ends; an import never gets here; a chat turn answers.
+    """
+    threshold = services_of(runtime).settings.reference_threshold
+    topics = state.get("topics") or {}
+    results = (state.get("topic_results") or {}).values()
+    weak = not any(r["relevance_score"] >= threshold for r in results)
+    has_dormant = any(t["status"] == "dormant" for t in topics.values())
+    if weak and has_dormant and not state.get("searched"):
+        return "activate"
+    return "__end__" if state.get("mode") == "context" else "respond"
+
+
+def after_respond(state: TopicState) -> Literal["activate", "bookkeeping"]:
+    """The responder asked for topics: activate them and answer again."""
+    return "activate" if state.get("activation") else "bookkeeping"

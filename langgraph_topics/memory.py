@@ -1,0 +1,263 @@
+"""``TopicMemory``: the application façade over the graph, the stores and the checkpointer."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypedDict, cast
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_topics.checks import CheckReport, check_context, check_partition
+from langgraph_topics.graph.builder import build_graph
+from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.services import TopicContext, TopicServices
+from langgraph_topics.settings import Settings
+from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_langchain
+from langgraph_topics.state.records import (
+    AssembledContext,
+    EstimateRecord,
+    StoredMessage,
+    TopicResult,
+    TurnEvent,
+)
+from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
+from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.tokens import TokenCounter
+
+
+class ContextReport(TypedDict):
+    """What ``TopicMemory.context`` returns: the window and how it came about."""
+
+    context: AssembledContext
+    topic_results: list[TopicResult]
+    """This turn's topic results, highest score first."""
+    estimate: EstimateRecord
+    events: list[TurnEvent]
+
+
+class TopicSummary(TypedDict):
+    """A topic as ``TopicMemory.topics`` lists it."""
+
+    id: str
+    name: str
+    status: str
+    message_count: int
+    brief: str
+    parent_id: str | None
+    scores: list[float]
+    created_at: str
+    last_active_at: str
+
+
+def as_message(item: BaseMessage | Mapping[str, Any]) -> AnyMessage:
+    """A LangChain message from a message or a record ``{id, role, content, name?, timestamp?}``."""
+    if isinstance(item, BaseMessage):
+        message = cast(AnyMessage, item)
+        return message if message.id else message.model_copy(update={"id": _new_id()})
+    role = item.get("role")
+    if role not in ("user", "assistant"):
+        raise ValueError(f"role must be 'user' or 'assistant', got {role!r}")
+    content = item.get("content")
+    if not isinstance(content, str):
+        raise ValueError(f"message {item.get('id')!r} has no text content")
+    record: StoredMessage = {
+        "id": str(item.get("id") or _new_id()),
+        "role": role,
+        "content": content,
+    }
+    if item.get("name"):
+        record["name"] = str(item["name"])
+    if item.get("timestamp"):
+        record["timestamp"] = str(item["timestamp"])
+    return to_langchain(record)
+
+
+def _new_id() -> str:
+    return f"msg-{uuid.uuid4().hex[:12]}"
+
+
+class TopicMemory:
+    """A conversation memory that splits into topics behind the scenes and never forgets.
+
+    Example:
+        >>> memory = TopicMemory(data_dir="./memory", budget_tokens=4000)  # doctest: +SKIP
+        >>> memory.chat("alice", "Let's plan the trip to Kyoto")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        budget_tokens: int | None = None,
+        *,
+        settings: Settings | None = None,
+        roles: Roles | None = None,
+        embedder: Embedder | None = None,
+        token_counter: TokenCounter | None = None,
+        services: TopicServices | None = None,
+    ) -> None:
+        base = settings or (services.settings if services else Settings())
+        overrides: dict[str, Any] = {}
+        if data_dir is not None:
+            overrides["data_dir"] = Path(data_dir)
+        if budget_tokens is not None:
+            overrides["budget_tokens"] = budget_tokens
+        self.settings = Settings(**{**base.__dict__, **overrides})
+        self.services = services or TopicServices.open(
+            self.settings, roles=roles, embedder=embedder, token_counter=token_counter
+        )
+        self.services.settings = self.settings
+        Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
+        self.checkpointer = open_sqlite_checkpointer(
+            Path(self.settings.data_dir) / "checkpoints.sqlite"
+        )
+        self.graph = build_graph(self.checkpointer)
+        self._replay_graph = build_graph(full_input=True)
+
+    def close(self) -> None:
+        """Close the checkpoint database (the topic files need no closing)."""
+        self.checkpointer.conn.close()
+
+    def __enter__(self) -> TopicMemory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _config(self, thread_id: str) -> RunnableConfig:
+        return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
+
+    def _run(self, thread_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return cast(
+            dict[str, Any],
+            self.graph.invoke(
+                cast(Any, payload),
+                self._config(thread_id),
+                context=TopicContext(services=self.services),
+            ),
+        )
+
+    def chat(self, thread_id: str, text: str) -> str:
+        """Send a user message and return the assistant's answer."""
+        result = self._run(
+            thread_id, {"messages": [HumanMessage(text, id=_new_id())], "mode": "chat"}
+        )
+        reply = result["messages"][-1]
+        return text_of(reply) if isinstance(reply, AIMessage) else ""
+
+    def import_messages(
+        self,
+        thread_id: str,
+        messages: Iterable[BaseMessage | Mapping[str, Any]],
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Record a past conversation without generating replies; returns how many were added.
+
+        Each user message arrives the way it would live (preceded by the replies to the one
+        before), so the estimate and the split run exactly as in a chat.
+        """
+        pending: list[AnyMessage] = []
+        added = 0
+        for item in messages:
+            message = as_message(item)
+            pending.append(message)
+            if isinstance(message, HumanMessage):
+                self._run(thread_id, {"messages": pending, "mode": "import"})
+                added += len(pending)
+                pending = []
+                if progress:
+                    progress(added)
+        if pending:
+            self._run(thread_id, {"messages": pending, "mode": "import"})
+            added += len(pending)
+            if progress:
+                progress(added)
+        return added
+
+    def context(self, thread_id: str, text: str) -> ContextReport:
+        """Assemble the main window for ``text`` as a turn would, changing nothing stored.
+
+        Everything before the response runs (estimate, split, topic windows, activation); the
+        split's writes go to an in-memory overlay and the state is not checkpointed.
+        """
+        values = dict(self.graph.get_state(self._config(thread_id)).values)
+        question = HumanMessage(
+            text, id=_new_id(), additional_kwargs={TIMESTAMP_KEY: self.services.clock().isoformat()}
+        )
+        values["messages"] = [*values.get("messages", []), question]
+        values["mode"] = "context"
+        for per_turn in ("topic_results", "events"):
+            values.pop(per_turn, None)
+        result = cast(
+            dict[str, Any],
+            self._replay_graph.invoke(
+                cast(Any, values),
+                self._config(thread_id),
+                context=TopicContext(services=self.services.dry_run()),
+            ),
+        )
+        results = sorted(
+            result.get("topic_results", {}).values(), key=lambda r: -r["relevance_score"]
+        )
+        return {
+            "context": result["context"],
+            "topic_results": results,
+            "estimate": result["estimate"],
+            "events": result.get("events", []),
+        }
+
+    def state(self, thread_id: str) -> dict[str, Any]:
+        """The thread's checkpointed state values."""
+        return dict(self.graph.get_state(self._config(thread_id)).values)
+
+    def topics(self, thread_id: str) -> list[TopicSummary]:
+        """Every topic of the thread with its status, size and brief."""
+        store = self.services.stores(thread_id).topic_store
+        registry = self.state(thread_id).get("topics", {})
+        summaries: list[TopicSummary] = []
+        for topic_id in store.topic_ids():
+            meta = store.meta(topic_id)
+            record = registry.get(topic_id)
+            summaries.append(
+                {
+                    "id": topic_id,
+                    "name": meta["name"],
+                    "status": record["status"] if record else "unregistered",
+                    "message_count": meta["message_count"],
+                    "brief": meta["brief"],
+                    "parent_id": meta["parent_id"],
+                    "scores": record["scores"] if record else [],
+                    "created_at": meta["created_at"],
+                    "last_active_at": record["last_active_at"] if record else meta["updated_at"],
+                }
+            )
+        return summaries
+
+    def transcript(self, thread_id: str) -> list[StoredMessage]:
+        """The full conversation recovered from the topics and the working set."""
+        store = self.services.stores(thread_id).topic_store
+        from langgraph_topics.state.working_set import stored_view
+
+        working = stored_view(self.state(thread_id).get("messages", []))
+        located = store.message_ids()
+        split = [m for topic in store.topic_ids() for m in store.messages(topic)]
+        return [*split, *(m for m in working if m["id"] not in located)]
+
+    def check(self, thread_id: str) -> CheckReport:
+        """Check invariants 1–3 of the design for a thread."""
+        report = CheckReport()
+        values = self.state(thread_id)
+        working_ids = [m.id or "" for m in values.get("messages", [])]
+        located = self.services.stores(thread_id).topic_store.message_ids()
+        check_partition(report, working_ids, located, values.get("total_messages", 0))
+        context = values.get("context")
+        if context and context["recent_ids"] and context["recent_ids"][-1] in working_ids:
+            newest = working_ids.index(context["recent_ids"][-1])
+            expected = working_ids[max(0, newest + 1 - self.settings.keep_recent) : newest + 1]
+            check_context(report, context, expected, values.get("topic_results", {}))
+        else:
+            report.findings.append("invariants 2-3: no current assembled window to check")
+        return report

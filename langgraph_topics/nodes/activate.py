@@ -1,0 +1,102 @@
+"""Search the topic index and activate topics by rank (seed 000 §4.1 step 5, §4.7, §6.3)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from langgraph_topics.activation.grey import activation_quota, candidate_threshold
+from langgraph_topics.nodes.recall_cue import latest_user_text
+from langgraph_topics.roles.protocols import RoutedTopic, TopicInfo
+from langgraph_topics.roles.topic_info import topic_info
+from langgraph_topics.services import TopicContext, services_of, thread_id_of
+from langgraph_topics.state.records import ActivationRequest, TurnEvent
+from langgraph_topics.state.schema import TopicState
+
+log = logging.getLogger(__name__)
+
+
+def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+    """Activate the best dormant topics for the pending request (or weak results).
+
+    Only the topics activated here lack a result this turn, so the fan-out that follows calls
+    the topic window for them alone; earlier results are kept and reused.
+    """
+    services = services_of(runtime)
+    settings = services.settings
+    stores = services.stores(thread_id_of(runtime))
+    request: ActivationRequest = state.get("activation") or {
+        "query": latest_user_text(state),
+        "reason": "weak_results",
+        "deep": False,
+    }
+    topics = dict(state.get("topics") or {})
+    active_count = sum(1 for t in topics.values() if t["status"] == "active")
+    k = settings.deep_search_k if request["deep"] else max(3, settings.deep_search_k // 2)
+    hits = stores.topic_index.search(request["query"], k=k + active_count)
+    candidates: list[tuple[TopicInfo, float]] = [
+        (topic_info(stores.topic_store, topic_id, topics[topic_id]["status"]), similarity)
+        for topic_id, similarity in hits
+        if topic_id in topics and topics[topic_id]["status"] == "dormant"
+    ][:k]
+    kind = "deep" if request["deep"] else "normal"
+    events: list[TurnEvent] = [
+        {
+            "kind": "index_search",
+            "reason": request["reason"],
+            "detail": f"{len(candidates)} dormant candidates, {kind} search",
+        }
+    ]
+    try:
+        routed = services.roles.index_router.route(
+            request["query"], candidates, deep=request["deep"]
+        )
+    except Exception as error:
+        log.exception("index router failed; ranking by index similarity")
+        events.append({"kind": "degraded", "detail": f"index router failed: {error}"})
+        routed = [
+            RoutedTopic(topic_id=i["id"], relevance=s, reason="index similarity")
+            for i, s in candidates
+        ]
+    known = {info["id"] for info, _ in candidates}
+    threshold = candidate_threshold(active_count, deep=request["deep"])
+    quota = activation_quota(active_count, settings, deep=request["deep"])
+    chosen = [r for r in routed if r["topic_id"] in known and r["relevance"] >= threshold][:quota]
+
+    now = services.clock().isoformat()
+    for pick in chosen:
+        topic_id = pick["topic_id"]
+        topics[topic_id] = {**topics[topic_id], "status": "active", "last_active_at": now}
+        stores.topic_index.set_status(topic_id, "active")
+    clarify: list[str] = []
+    if chosen:
+        events.append(
+            {
+                "kind": "activated",
+                "reason": request["reason"],
+                "topic_ids": [p["topic_id"] for p in chosen],
+                "detail": "; ".join(f"{p['topic_id']}: {p['reason']}" for p in chosen),
+            }
+        )
+        get_stream_writer()(
+            {
+                "event": "activated",
+                "reason": request["reason"],
+                "topics": [p["topic_id"] for p in chosen],
+            }
+        )
+    elif request["reason"] == "recall_cue" and routed:
+        # Nothing clears even the loosened bar: ask the user, as a person would (§4.7 path 3).
+        names = {info["id"]: info["name"] for info, _ in candidates}
+        clarify = [names[r["topic_id"]] for r in routed[:2] if r["topic_id"] in names]
+    return {
+        "topics": topics,
+        "activation": None,
+        "activation_rounds": state.get("activation_rounds", 0) + 1,
+        "searched": True,
+        "clarify_topics": clarify,
+        "events": events,
+    }

@@ -1,0 +1,133 @@
+"""Step 0 of a turn: count the new messages, reconcile after a crash, estimate the window."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.messages import AnyMessage, RemoveMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from langgraph_topics.prompts.language import detect_language
+from langgraph_topics.prompts.main_window import render_system_prompt
+from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
+from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
+from langgraph_topics.state.records import EstimateRecord, TopicRecord, TurnEvent
+from langgraph_topics.state.schema import TopicState
+from langgraph_topics.tokens import message_tokens
+
+log = logging.getLogger(__name__)
+
+
+def _new_messages(messages: list[AnyMessage], last_seen_id: str | None) -> list[AnyMessage]:
+    """Messages after the last one already counted (all of them on the first turn)."""
+    if last_seen_id is None:
+        return list(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].id == last_seen_id:
+            return list(messages[index + 1 :])
+    return list(messages)
+
+
+def _reconcile(
+    state: TopicState, services: TopicServices, thread_id: str
+) -> tuple[list[RemoveMessage], dict[str, TopicRecord], list[TurnEvent]]:
+    """Repair what a crash between a store write and its checkpoint left behind.
+
+    A split appends to the topic store before the checkpoint drops the moved messages; if the
+    process died in between, those ids are in both places. The store is the durable side, so
+    the working-set copies go. Topics created but never registered are registered.
+    """
+    store = services.stores(thread_id).topic_store
+    located = store.message_ids()
+    keep_recent = services.settings.keep_recent
+    messages = state["messages"]
+    older = messages[:-keep_recent] if keep_recent else messages
+    removals = [RemoveMessage(id=m.id) for m in older if m.id in located and m.id]
+    topics = dict(state.get("topics") or {})
+    events: list[TurnEvent] = []
+    for topic_id in store.topic_ids():
+        if topic_id in topics:
+            continue
+        meta = store.meta(topic_id)
+        topics[topic_id] = {
+            "id": topic_id,
+            "name": meta["name"],
+            "status": "active",
+            "parent_id": meta["parent_id"],
+            "scores": [],
+            "created_at": meta["created_at"],
+            "last_active_at": meta["updated_at"],
+            "message_count": meta["message_count"],
+        }
+        events.append(
+            {
+                "kind": "reconciled",
+                "detail": f"registered stored topic {topic_id}",
+                "topic_ids": [topic_id],
+            }
+        )
+    if removals:
+        events.append(
+            {
+                "kind": "reconciled",
+                "detail": f"dropped {len(removals)} working-set copies already in topics",
+            }
+        )
+        log.warning("reconciled %d messages already split before a crash", len(removals))
+    return removals, topics, events
+
+
+def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+    """Count this turn's new messages and estimate the main window (seed 000 §4.1 step 0).
+
+    Over ``split_trigger`` (70 %) of the budget, the graph splits before anything else.
+    """
+    services = services_of(runtime)
+    settings = services.settings
+    thread_id = thread_id_of(runtime)
+    messages = state["messages"]
+    new = _new_messages(messages, state.get("last_seen_id"))
+    now = services.clock().isoformat()
+    stamped = [
+        m.model_copy(update={"additional_kwargs": {**m.additional_kwargs, TIMESTAMP_KEY: now}})
+        for m in new
+        if TIMESTAMP_KEY not in m.additional_kwargs
+    ]
+    removals, topics, events = _reconcile(state, services, thread_id)
+    removed = {r.id for r in removals}
+
+    counter = services.token_counter
+    kept = [m for m in messages if m.id not in removed]
+    language = detect_language((text_of(m) for m in kept[-10:]), settings.language)
+    system_tokens = counter(render_system_prompt([], language))
+    previous = state.get("context")
+    any_active = any(t["status"] == "active" for t in topics.values())
+    topic_tokens = previous["sections"]["topics"] if previous and any_active else 0
+    message_total = sum(message_tokens(to_stored(m), counter) for m in kept)
+    total = system_tokens + topic_tokens + message_total
+    share = total / settings.budget_tokens
+    record: EstimateRecord = {
+        "system": system_tokens,
+        "topics": topic_tokens,
+        "messages": message_total,
+        "total": total,
+        "budget": settings.budget_tokens,
+        "share": round(share, 4),
+        "split": share > settings.split_trigger,
+    }
+    return {
+        "messages": [*stamped, *removals],
+        "topics": topics,
+        "total_messages": state.get("total_messages", 0) + len(new),
+        "last_seen_id": messages[-1].id if messages else state.get("last_seen_id"),
+        "turn": state.get("turn", 0) + 1,
+        "estimate": record,
+        "topic_results": Overwrite({}),
+        "events": Overwrite(events),
+        "activation": None,
+        "activation_rounds": 0,
+        "searched": False,
+        "clarify_topics": [],
+    }

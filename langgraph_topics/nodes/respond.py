@@ -1,0 +1,80 @@
+"""Answer from the assembled main window, or ask for topics first (seed 000 §4.1 step 5)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
+
+from langgraph_topics.prompts.language import detect_language
+from langgraph_topics.roles.protocols import ResponderReply
+from langgraph_topics.services import TopicContext, services_of
+from langgraph_topics.state.messages import TIMESTAMP_KEY
+from langgraph_topics.state.records import ActivationRequest, TurnEvent
+from langgraph_topics.state.schema import TopicState
+
+log = logging.getLogger(__name__)
+
+_CLARIFY = {
+    "zh": "你是指我们之前讨论的「{names}」吗？",
+    "en": "Do you mean our earlier discussion about {names}?",
+}
+_FAILED = {
+    "zh": "抱歉，我现在无法生成回答，请稍后再试。",
+    "en": "Sorry, I could not produce an answer just now; please try again.",
+}
+
+
+def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+    """Run the responder; a request for activation discards its reply and loops back."""
+    services = services_of(runtime)
+    settings = services.settings
+    context = state["context"]
+    language = detect_language((m["content"] for m in context["messages"][-10:]), settings.language)
+    topics = state.get("topics") or {}
+    can_activate = state.get("activation_rounds", 0) < settings.max_activation_rounds and any(
+        t["status"] == "dormant" for t in topics.values()
+    )
+    events: list[TurnEvent] = []
+    clarify = state.get("clarify_topics") or []
+    relevant = any(
+        r["relevance_score"] >= settings.reference_threshold
+        for r in (state.get("topic_results") or {}).values()
+    )
+    if clarify and not relevant:
+        reply: ResponderReply = {
+            "text": _CLARIFY[language].format(
+                names="」「".join(clarify) if language == "zh" else " or ".join(clarify)
+            ),
+            "activate_query": None,
+        }
+    else:
+        try:
+            reply = services.roles.responder.respond(context, can_activate=can_activate)
+        except Exception as error:
+            log.exception("responder failed")
+            events.append({"kind": "degraded", "detail": f"responder failed: {error}"})
+            reply = {"text": _FAILED[language], "activate_query": None}
+    if reply["activate_query"] and can_activate:
+        request: ActivationRequest = {
+            "query": reply["activate_query"],
+            "reason": "tool_call",
+            "deep": False,
+        }
+        return {"activation": request, "events": events}
+    message = AIMessage(
+        content=reply["text"],
+        id=f"msg-{uuid.uuid4().hex[:12]}",
+        additional_kwargs={TIMESTAMP_KEY: services.clock().isoformat()},
+    )
+    update: dict[str, Any] = {
+        "messages": [message],
+        "total_messages": state.get("total_messages", 0) + 1,
+        "last_seen_id": message.id,
+    }
+    if events:
+        update["events"] = events
+    return update

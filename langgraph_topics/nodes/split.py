@@ -1,0 +1,178 @@
+"""Split the older unsplit messages into topics (seed 000 §4.4, §6.4)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import RemoveMessage
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from langgraph_topics.roles.protocols import SplitPlan
+from langgraph_topics.roles.topic_info import topic_info, topic_infos
+from langgraph_topics.services import TopicContext, services_of, thread_id_of
+from langgraph_topics.state.records import StoredMessage, TurnEvent
+from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.units import group_units, split_point
+from langgraph_topics.state.working_set import stored_view, unsplit_messages
+
+log = logging.getLogger(__name__)
+
+Destination = tuple[str, str]
+"""``("topic", topic_id)`` or ``("new", key)``."""
+
+
+def resolve_plan(
+    plan: SplitPlan, units: Sequence[Sequence[StoredMessage]], known_topics: set[str]
+) -> tuple[list[Destination], list[str]]:
+    """One destination per unit, whatever the splitter returned; plus what had to be mended.
+
+    A unit goes where its first validly assigned message goes (units are never separated).
+    Unknown topic ids, unknown new-topic keys and unassigned units are mended: such a unit
+    follows the unit before it (conversation continuity), or opens an "unsorted" topic.
+    """
+    new_keys = {topic["key"] for topic in plan["new_topics"]}
+    by_message: dict[str, Destination] = {}
+    problems: list[str] = []
+    for assignment in plan["assignments"]:
+        destination: Destination | None = None
+        if assignment["topic_id"] is not None:
+            if assignment["topic_id"] in known_topics:
+                destination = ("topic", assignment["topic_id"])
+            else:
+                problems.append(f"unknown topic id {assignment['topic_id']!r}")
+        elif assignment["new_key"] is not None:
+            if assignment["new_key"] in new_keys:
+                destination = ("new", assignment["new_key"])
+            else:
+                problems.append(f"unknown new-topic key {assignment['new_key']!r}")
+        if destination is None:
+            continue
+        for message_id in assignment["message_ids"]:
+            if message_id in by_message:
+                problems.append(f"message {message_id} assigned twice (first kept)")
+            else:
+                by_message.setdefault(message_id, destination)
+    destinations: list[Destination] = []
+    for unit in units:
+        chosen = next((by_message[m["id"]] for m in unit if m["id"] in by_message), None)
+        if chosen is None:
+            problems.append(f"unit starting at {unit[0]['id']} unassigned")
+            chosen = destinations[-1] if destinations else ("new", "__unsorted__")
+        destinations.append(chosen)
+    return destinations, problems
+
+
+def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+    """Move the unsplit messages older than the last ``keep_recent`` into topics.
+
+    Messages are appended to the topic store first and leave the working set only afterwards,
+    so a crash in between leaves duplicates that the next turn reconciles, never a loss.
+    """
+    services = services_of(runtime)
+    thread_id = thread_id_of(runtime)
+    stores = services.stores(thread_id)
+    store = stores.topic_store
+    unsplit = unsplit_messages(stored_view(state["messages"]), store)
+    cut = split_point(unsplit, services.settings.keep_recent)
+    candidates = unsplit[:cut]
+    if not candidates:
+        event: TurnEvent = {"kind": "split", "detail": "nothing older than the recent messages"}
+        return {"events": [event]}
+
+    units = group_units(candidates)
+    topics = dict(state.get("topics") or {})
+    infos = topic_infos(topics, store)
+    events: list[TurnEvent] = []
+    try:
+        plan = services.roles.splitter.split(units, infos)
+    except Exception as error:  # a failing back end must not lose the turn
+        log.exception("splitter failed; every unit falls back to one unsorted topic")
+        events.append({"kind": "degraded", "detail": f"splitter failed: {error}"})
+        plan = {"assignments": [], "new_topics": []}
+    destinations, problems = resolve_plan(plan, units, {i["id"] for i in infos})
+    if problems:
+        events.append(
+            {
+                "kind": "degraded",
+                "detail": "split plan mended: "
+                + "; ".join(problems[:5])
+                + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""),
+            }
+        )
+
+    new_topics = {t["key"]: t for t in plan["new_topics"]}
+    created: dict[str, str] = {}
+    grouped: dict[str, list[StoredMessage]] = {}
+    for unit, (kind, key) in zip(units, destinations, strict=True):
+        if kind == "new" and key not in created:
+            spec = new_topics.get(key, {"key": key, "name": "", "brief": ""})
+            first = unit[0].get("timestamp")
+            meta = store.create_topic(spec["name"] or "Unsorted", spec["brief"], created_at=first)
+            created[key] = meta["id"]
+            events.append(
+                {"kind": "topic_created", "detail": meta["name"], "topic_ids": [meta["id"]]}
+            )
+        topic_id = created[key] if kind == "new" else key
+        grouped.setdefault(topic_id, []).extend(unit)
+
+    turn_time = candidates[-1].get("timestamp") or services.clock().isoformat()
+    activated: list[str] = []
+    for topic_id, messages in grouped.items():
+        store.append(topic_id, messages)
+        info = topic_info(store, topic_id, "active")
+        try:
+            name, brief = services.roles.brief_writer.write(info, store.messages(topic_id))
+        except Exception as error:
+            log.exception("brief writer failed for %s; keeping the previous brief", topic_id)
+            events.append({"kind": "degraded", "detail": f"brief for {topic_id} kept: {error}"})
+            name, brief = info["name"], info["brief"]
+        store.set_brief(topic_id, name, brief)
+        stores.topic_index.upsert(topic_id, name, brief, status="active")
+        meta = store.meta(topic_id)
+        previous = topics.get(topic_id)
+        if previous is None or previous["status"] != "active":
+            activated.append(topic_id)
+        topics[topic_id] = {
+            "id": topic_id,
+            "name": name,
+            "status": "active",
+            "parent_id": meta["parent_id"],
+            "scores": previous["scores"] if previous else [],
+            "created_at": meta["created_at"],
+            "last_active_at": turn_time,
+            "message_count": meta["message_count"],
+        }
+
+    events.insert(
+        0,
+        {
+            "kind": "split",
+            "topic_ids": list(grouped),
+            "detail": f"{len(candidates)} messages into {len(grouped)} topics ({len(created)} new)",
+        },
+    )
+    if activated:
+        events.append(
+            {
+                "kind": "activated",
+                "topic_ids": activated,
+                "reason": "split",
+                "detail": "touched by the split",
+            }
+        )
+    get_stream_writer()(
+        {
+            "event": "split",
+            "messages": len(candidates),
+            "topics": list(grouped),
+            "created": list(created.values()),
+        }
+    )
+    return {
+        "messages": [RemoveMessage(id=m["id"]) for m in candidates],
+        "topics": topics,
+        "events": events,
+    }

@@ -1,0 +1,81 @@
+"""Read one active topic against the unsplit messages (seed 000 §4.2); one task per topic."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from langgraph_topics.roles.topic_info import topic_info
+from langgraph_topics.services import TopicContext, services_of
+from langgraph_topics.state.records import TopicResult, TurnEvent
+from langgraph_topics.state.schema import TopicWindowTask
+
+log = logging.getLogger(__name__)
+
+SUMMARY_HARD_LIMIT_FACTOR = 2
+"""The summary limit is soft (§16.1); past twice the limit it is cut, to protect the budget."""
+
+
+def clamp_score(value: object) -> float:
+    """A relevance score forced into [0, 1]; anything unreadable counts as 0."""
+    try:
+        score = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return 0.0 if math.isnan(score) else min(1.0, max(0.0, score))
+
+
+def topic_window(task: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+    """Score the topic and pick the messages the main window needs.
+
+    A failing back end leaves this topic out of the turn (logged); the turn goes on.
+    """
+    services = services_of(runtime)
+    settings = services.settings
+    store = services.stores(task["thread_id"]).topic_store
+    info = topic_info(store, task["topic_id"], "active")
+    topic_messages = store.messages(task["topic_id"])
+    try:
+        verdict = services.roles.topic_window.evaluate(info, topic_messages, task["unsplit"])
+    except Exception as error:
+        log.exception("topic window failed for %s; left out of this turn", task["topic_id"])
+        event: TurnEvent = {
+            "kind": "degraded",
+            "topic_ids": [task["topic_id"]],
+            "detail": f"topic window failed: {error}",
+        }
+        return {"events": [event]}
+
+    score = clamp_score(verdict["relevance_score"])
+    own_ids = {m["id"] for m in topic_messages}
+    references = list(dict.fromkeys(i for i in verdict["referenced_message_ids"] if i in own_ids))
+    summary = verdict["summary"]
+    if score < settings.reference_threshold:
+        references, summary = [], ""
+    limit = settings.summary_soft_limit_chars * SUMMARY_HARD_LIMIT_FACTOR
+    if len(summary) > limit:
+        summary = summary[:limit] + "…"
+    result: TopicResult = {
+        "topic_id": task["topic_id"],
+        "name": info["name"],
+        "brief": info["brief"],
+        "file": info["file"],
+        "relevance_score": score,
+        "referenced_message_ids": references,
+        "summary": summary,
+        "round": task["round"],
+    }
+    dropped = len(verdict["referenced_message_ids"]) - len(references)
+    update: dict[str, Any] = {"topic_results": {task["topic_id"]: result}}
+    if dropped and score >= settings.reference_threshold:
+        update["events"] = [
+            {
+                "kind": "degraded",
+                "topic_ids": [task["topic_id"]],
+                "detail": f"{dropped} unknown or repeated message ids dropped",
+            }
+        ]
+    return update

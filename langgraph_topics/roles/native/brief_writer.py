@@ -1,0 +1,177 @@
+"""Native brief writer: a keyword name and an extractive ~1 KB brief (seed 000 §4.6).
+
+The brief is the topic's activation fingerprint: the index embeds it and the router matches
+keywords against it. So it opens with the topic's keywords and then quotes the sentences that
+best represent the topic, in the order they were said.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from langgraph_topics.keywords import extract_keywords, top_keywords
+from langgraph_topics.roles.native.text import (
+    clip,
+    is_chinese,
+    message_text,
+    split_sentences,
+    truncate_utf8,
+    utf8_len,
+)
+from langgraph_topics.roles.native.vectors import centroid, embed_matrix
+from langgraph_topics.roles.protocols import TopicInfo
+from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.stores.protocols import Embedder
+
+_USER_WEIGHT = 1.5
+"""The user's words define a topic more than the assistant's, which restate and elaborate."""
+_SENTENCE_CHARS = 200
+_EMBED_CANDIDATES = 48
+"""With an embedder, only this many keyword-dense sentences are embedded: it bounds the cost of
+rewriting the brief of a large topic after every split."""
+_NAME_CHARS = 24
+_PROSE_ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    order: tuple[int, int]
+    role: str
+    text: str
+    score: float
+
+
+class NativeBriefWriter:
+    """Names a topic after its keywords and quotes its most representative sentences.
+
+    Args:
+        embedder: When given, sentences near the topic's centroid are preferred; without it the
+            choice rests on keyword density alone (the splitter uses that to stay at one
+            embedding call per split).
+        brief_bytes: Hard limit of the brief in UTF-8 bytes.
+        brief_keywords: How many keywords the brief's first line lists.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        brief_bytes: int = 1024,
+        brief_keywords: int = 10,
+    ) -> None:
+        self.embedder = embedder
+        self.brief_bytes = brief_bytes
+        self.brief_keywords = brief_keywords
+
+    def write(self, topic: TopicInfo, messages: Sequence[StoredMessage]) -> tuple[str, str]:
+        """Return ``(name, brief)`` for a topic holding ``messages``.
+
+        A topic keeps a name it already has, so that names stay stable for the user as the topic
+        grows; only an empty name is derived from the keywords.
+        """
+        name = topic["name"].strip() or self.derive_name(messages)
+        return name, self.compose_brief(messages)
+
+    def derive_name(self, messages: Sequence[StoredMessage]) -> str:
+        """Three or four of the topic's top keywords joined by `` / ``."""
+        texts, weights = _prose(messages)
+        ranked = top_keywords(texts, 8, weights=weights)
+        lowered = [text.lower() for text in texts]
+        recurring = [k for k in ranked if sum(1 for text in lowered if k in text) >= 2]
+        # Keywords said more than once are the topic; one-off pieces are often noise.
+        pool = recurring if len(recurring) >= 2 else ranked
+        chosen: list[str] = []
+        for keyword in pool:
+            if len(chosen) == 4 or (
+                len(chosen) == 3 and len(" / ".join([*chosen, keyword])) > _NAME_CHARS
+            ):
+                break
+            chosen.append(keyword)
+        if chosen:
+            return " / ".join(chosen)
+        first = next((text for text in texts if text.strip()), "")
+        if first:
+            return clip(first, _NAME_CHARS)
+        return "未命名话题" if is_chinese(texts) else "Untitled topic"
+
+    def compose_brief(self, messages: Sequence[StoredMessage]) -> str:
+        """Write a ``Keywords: …`` line and the most representative sentences, oldest first.
+
+        The result is at most ``brief_bytes`` UTF-8 bytes and never ends inside a character.
+        """
+        texts, weights = _prose(messages)
+        if not texts:
+            return ""
+        keywords = top_keywords(texts, self.brief_keywords, weights=weights)
+        brief = truncate_utf8("Keywords: " + ", ".join(keywords), self.brief_bytes)
+        used = utf8_len(brief)
+        chosen: list[_Sentence] = []
+        seen: set[str] = set()
+        for sentence in self._ranked_sentences(messages, texts, weights):
+            line = f"\n- {sentence.role}: {sentence.text}"
+            cost = utf8_len(line)
+            if sentence.text in seen or used + cost > self.brief_bytes:
+                continue
+            seen.add(sentence.text)
+            chosen.append(sentence)
+            used += cost
+        for sentence in sorted(chosen, key=lambda s: s.order):
+            brief += f"\n- {sentence.role}: {sentence.text}"
+        return truncate_utf8(brief, self.brief_bytes)
+
+    def _ranked_sentences(
+        self, messages: Sequence[StoredMessage], texts: list[str], weights: list[float]
+    ) -> list[_Sentence]:
+        frequency: dict[str, float] = {}
+        for text, weight in zip(texts, weights, strict=True):
+            for keyword in extract_keywords(text):
+                frequency[keyword] = frequency.get(keyword, 0.0) + weight
+        top = max(frequency.values(), default=1.0)
+        sentences: list[_Sentence] = []
+        prose = [m for m in messages if m["role"] in _PROSE_ROLES] or list(messages)
+        for index, message in enumerate(prose):
+            role_weight = _USER_WEIGHT if message["role"] == "user" else 1.0
+            for position, raw in enumerate(split_sentences(message_text(message))):
+                found = extract_keywords(raw)
+                if not found:
+                    continue  # "好的" or "Thanks!" say nothing about the topic
+                # Dividing by the square root keeps long sentences from winning on length alone.
+                density = sum(frequency.get(k, 0.0) for k in found) / top / math.sqrt(len(found))
+                sentences.append(
+                    _Sentence(
+                        (index, position),
+                        message["role"],
+                        clip(raw, _SENTENCE_CHARS),
+                        density * role_weight,
+                    )
+                )
+        sentences.sort(key=lambda s: (-s.score, s.order))
+        if self.embedder is None or len(sentences) < 3:
+            return sentences
+        return _by_centrality(self.embedder, sentences)
+
+
+def _by_centrality(embedder: Embedder, sentences: list[_Sentence]) -> list[_Sentence]:
+    """Re-rank the densest sentences, half by density and half by closeness to their centroid."""
+    candidates = sentences[:_EMBED_CANDIDATES]
+    vectors = embed_matrix(embedder, [s.text for s in candidates])
+    closeness = vectors @ centroid(vectors)
+    best_density = max(s.score for s in candidates) or 1.0
+    rescored = [
+        _Sentence(s.order, s.role, s.text, 0.5 * s.score / best_density + 0.5 * float(c))
+        for s, c in zip(candidates, np.asarray(closeness), strict=True)
+    ]
+    rescored.sort(key=lambda s: (-s.score, s.order))
+    return rescored + sentences[_EMBED_CANDIDATES:]
+
+
+def _prose(messages: Sequence[StoredMessage]) -> tuple[list[str], list[float]]:
+    """Texts of the user and assistant messages (all messages when there are none), weighted."""
+    chosen = [m for m in messages if m["role"] in _PROSE_ROLES] or list(messages)
+    texts = [message_text(m) for m in chosen]
+    weights = [_USER_WEIGHT if m["role"] == "user" else 1.0 for m in chosen]
+    return texts, weights

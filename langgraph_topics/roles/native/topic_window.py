@@ -1,0 +1,237 @@
+"""Native topic window: scores a topic against the unsplit messages (seed 000 §4.2, §6.1).
+
+The query is the unsplit conversation with the newest user message weighted most. Every topic
+message is scored by cosine similarity to it (plus a small keyword bonus), the raw evidence is
+mapped onto the spec's grey scale, and above the reference threshold the best messages are
+referenced (each with its unit partner) and an extractive summary is written.
+
+The raw score is ``0.5·best + 0.3·mean(top 3) + 0.2·brief``: the best message (and its close
+runners-up, so one lucky sentence does not decide alone) plus the topic's name and brief, each
+a query-weighted cosine (the messages' with a keyword bonus). It is then mapped onto the grey
+scale by :func:`~langgraph_topics.roles.native.calibration.calibrate`: unrelated material lands
+under the 0.3 reference threshold, clearly related material at 0.55 or more.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from langgraph_topics.keywords import extract_keywords, keyword_overlap
+from langgraph_topics.roles.native.calibration import calibrate
+from langgraph_topics.roles.native.text import clip, is_chinese, message_text, split_sentences
+from langgraph_topics.roles.native.vectors import Matrix, Vector, VectorCache
+from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict
+from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.state.units import group_units
+from langgraph_topics.stores.protocols import Embedder
+
+_REFERENCE_FLOOR = 0.3
+"""Raw similarity under which a message is never referenced, however good the rest is."""
+_RELATIVE_FLOOR = 0.7
+"""Referenced messages also score at least this share of the best message."""
+_SENTENCE_CHARS = 240
+
+
+@dataclass(frozen=True)
+class _Query:
+    vectors: Matrix
+    """One row per query text (newest user message, recent tail)."""
+    weights: tuple[float, ...]
+    keywords: frozenset[str]
+    chinese: bool
+
+
+class NativeTopicWindow:
+    """Judges a topic's relevance with embeddings, keywords and extractive summaries.
+
+    Embeddings of topic messages are cached (keyed by message id and a hash of the text, because
+    ids are only unique within one conversation), so evaluating the same topics every turn only
+    embeds messages the cache has not seen.
+
+    Args:
+        embedder: The sentence embedder.
+        reference_threshold: Under this score the verdict has no references and no summary.
+        max_references: Most message ids referenced.
+        summary_chars: Soft limit of the summary in characters.
+        user_weight: Weight of the newest user message in the query; the recent tail gets the
+            rest.
+        tail_messages: How many recent messages besides the newest user message form the tail.
+        keyword_weight: Weight of the keyword overlap added to a message's cosine similarity.
+        cache_size: Most message embeddings kept in memory.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        reference_threshold: float = 0.3,
+        max_references: int = 8,
+        summary_chars: int = 2000,
+        user_weight: float = 0.6,
+        tail_messages: int = 6,
+        keyword_weight: float = 0.1,
+        cache_size: int = 50_000,
+    ) -> None:
+        self.embedder = embedder
+        self.reference_threshold = reference_threshold
+        self.max_references = max_references
+        self.summary_chars = summary_chars
+        self.user_weight = user_weight
+        self.tail_messages = tail_messages
+        self.keyword_weight = keyword_weight
+        self.message_cache = VectorCache(embedder, max_entries=cache_size)
+        # Queries and briefs are shared by all topics of a turn: cached so one turn embeds them
+        # once, not once per topic window.
+        self.text_cache = VectorCache(embedder, max_entries=4096)
+
+    def evaluate(
+        self,
+        topic: TopicInfo,
+        topic_messages: Sequence[StoredMessage],
+        unsplit: Sequence[StoredMessage],
+    ) -> TopicVerdict:
+        """Score the topic for the unsplit messages and pick what the main window needs."""
+        query = self._query(unsplit)
+        if query is None:
+            return _silent(0.0)
+        scored = [(m, message_text(m)) for m in topic_messages]
+        scored = [(m, text) for m, text in scored if text]
+        brief = f"{topic['name']}\n{topic['brief']}".strip()
+        brief_similarity: float | None = None
+        if brief:
+            vectors = self.text_cache.embed([(brief, brief)])
+            brief_similarity = float(self._similarity(vectors, query)[0])
+        if not scored:
+            return _silent(calibrate(brief_similarity or 0.0))
+        vectors = self.message_cache.embed([((m["id"], hash(text)), text) for m, text in scored])
+        similarities = self._similarity(vectors, query)
+        bonus = np.array(
+            [keyword_overlap(query.keywords, _keywords(text)) for _, text in scored],
+            dtype=np.float32,
+        )
+        similarities = similarities + self.keyword_weight * bonus
+        ranked = np.sort(similarities)[::-1]
+        runners_up = float(ranked[:3].mean())
+        # A topic without a name or brief yet is judged on its messages alone.
+        described = runners_up if brief_similarity is None else brief_similarity
+        raw = 0.5 * float(ranked[0]) + 0.3 * runners_up + 0.2 * described
+        score = calibrate(float(raw))
+        if score < self.reference_threshold:
+            return _silent(score)
+        floor = max(_REFERENCE_FLOOR, _RELATIVE_FLOOR * float(ranked[0]))
+        order = [i for i in np.argsort(-similarities, kind="stable") if similarities[i] >= floor]
+        relevant = [scored[i][0] for i in order]
+        references = self._references(relevant, topic_messages)
+        # The summary may also draw on the unit partners the references pulled in: the answer
+        # to a matching question often holds the key sentence.
+        known = {m["id"] for m in relevant}
+        partners = [m for m in topic_messages if m["id"] in references and m["id"] not in known]
+        return {
+            "relevance_score": score,
+            "referenced_message_ids": references,
+            "summary": self._summary(
+                topic, [*relevant[: 2 * self.max_references], *partners], query, topic_messages
+            ),
+        }
+
+    def _query(self, unsplit: Sequence[StoredMessage]) -> _Query | None:
+        texts = [(m, message_text(m)) for m in unsplit]
+        texts = [(m, text) for m, text in texts if text]
+        if not texts:
+            return None
+        newest = next(
+            (i for i in range(len(texts) - 1, -1, -1) if texts[i][0]["role"] == "user"), None
+        )
+        tail = [text for i, (_, text) in enumerate(texts) if i != newest][-self.tail_messages :]
+        parts: list[str] = []
+        weights: list[float] = []
+        if newest is not None:
+            parts.append(texts[newest][1])
+            weights.append(self.user_weight if tail else 1.0)
+        if tail:
+            parts.append("\n".join(tail))
+            weights.append(1.0 - self.user_weight if newest is not None else 1.0)
+        vectors = self.text_cache.embed([(part, part) for part in parts])
+        keywords = frozenset(extract_keywords(parts[0]))
+        return _Query(vectors, tuple(weights), keywords, is_chinese(parts))
+
+    @staticmethod
+    def _similarity(vectors: Matrix, query: _Query) -> Vector:
+        """Cosines with each query text, averaged with the query weights (rows are unit)."""
+        weights = np.asarray(query.weights, dtype=np.float32)
+        return ((vectors @ query.vectors.T) @ weights).astype(np.float32)
+
+    def _references(
+        self, relevant: Sequence[StoredMessage], topic_messages: Sequence[StoredMessage]
+    ) -> list[str]:
+        """Ids of the relevant messages with their unit partners, in chronological order."""
+        unit_of: dict[str, list[StoredMessage]] = {}
+        for unit in group_units(topic_messages):
+            for message in unit:
+                unit_of[message["id"]] = unit
+        chosen: set[str] = set()
+        for message in relevant:
+            unit = unit_of.get(message["id"], [message])
+            ids = {m["id"] for m in unit}
+            if len(chosen | ids) <= self.max_references:
+                chosen |= ids
+            elif not chosen:
+                # The best unit alone is too long (a tool exchange, a long thread of replies):
+                # keep the question that opens it and the message that matched.
+                chosen = {unit[0]["id"], message["id"]}
+        return [m["id"] for m in topic_messages if m["id"] in chosen]
+
+    def _summary(
+        self,
+        topic: TopicInfo,
+        relevant: Sequence[StoredMessage],
+        query: _Query,
+        topic_messages: Sequence[StoredMessage],
+    ) -> str:
+        """Write a lead naming the topic and the sentences most related to the query, in order.
+
+        ``relevant`` is best first; the summary lists its sentences in chronological order.
+        """
+        name = topic["name"] or topic["id"]
+        if query.chinese:
+            lead = f"话题「{name}」中与当前对话相关的要点："
+        else:
+            lead = f"Relevant points from the earlier topic “{name}”:"
+        position = {m["id"]: index for index, m in enumerate(relevant)}
+        chronology = {m["id"]: index for index, m in enumerate(topic_messages)}
+        candidates: list[tuple[float, int, int, str]] = []
+        for message in relevant:
+            rank = position[message["id"]]
+            for offset, sentence in enumerate(split_sentences(message_text(message))):
+                found = _keywords(sentence)
+                if not found:
+                    continue
+                # Sentences sharing the query's keywords first, then by their message's rank.
+                weight = keyword_overlap(query.keywords, found) - 0.01 * rank
+                line = f"- {message['role']}: {clip(sentence, _SENTENCE_CHARS)}"
+                candidates.append((weight, rank, offset, line))
+        candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+        kept: list[tuple[int, int, str]] = []
+        seen: set[str] = set()
+        used = len(lead)
+        for _, rank, offset, line in candidates:
+            if line in seen or used + len(line) + 1 > self.summary_chars:
+                continue
+            seen.add(line)
+            kept.append((chronology[relevant[rank]["id"]], offset, line))
+            used += len(line) + 1
+        kept.sort()
+        return "\n".join([lead, *(line for _, _, line in kept)])
+
+
+@functools.lru_cache(maxsize=65_536)
+def _keywords(text: str) -> frozenset[str]:
+    return frozenset(extract_keywords(text))
+
+
+def _silent(score: float) -> TopicVerdict:
+    return {"relevance_score": score, "referenced_message_ids": [], "summary": ""}

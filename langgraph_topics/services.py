@@ -1,0 +1,163 @@
+"""Everything a node needs besides the state: settings, role back ends, stores, counters.
+
+Nodes reach these through ``Runtime[TopicContext]``. When no context is passed (a subgraph in
+someone else's graph, or the Studio server), a process-wide default built from the environment
+serves, so the graph runs anywhere with no extra wiring.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.settings import Settings
+from langgraph_topics.stores.embeddings import UseEmbedder
+from langgraph_topics.stores.overlay import OverlayTopicIndex, OverlayTopicStore
+from langgraph_topics.stores.protocols import Embedder, TopicIndex, TopicStore
+from langgraph_topics.tokens import TokenCounter, default_token_counter
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware."""
+    return datetime.now(UTC)
+
+
+@dataclass
+class ThreadStores:
+    """The stores of one conversation thread."""
+
+    topic_store: TopicStore
+    topic_index: TopicIndex
+
+
+def thread_directory_name(thread_id: str) -> str:
+    """A file-system-safe, collision-free directory name for a thread id."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", thread_id)[:48]
+    digest = hashlib.sha1(thread_id.encode("utf-8")).hexdigest()[:10]
+    return f"{safe}-{digest}"
+
+
+@dataclass
+class TopicServices:
+    """Settings, roles and per-thread stores of one topic memory."""
+
+    settings: Settings
+    roles: Roles
+    embedder: Embedder
+    token_counter: TokenCounter
+    open_stores: Callable[[str], ThreadStores]
+    """Opens (or creates) the stores of a thread; called once per thread and cached."""
+    clock: Callable[[], datetime] = utc_now
+    _stores: dict[str, ThreadStores] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        roles: Roles | None = None,
+        embedder: Embedder | None = None,
+        token_counter: TokenCounter | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> TopicServices:
+        """Embedded defaults: JSONL topic files and a persistent Chroma index under data_dir."""
+        from langgraph_topics.roles.native import native_roles
+        from langgraph_topics.stores.topic_index import ChromaTopicIndex
+        from langgraph_topics.stores.topic_store import JsonlTopicStore
+
+        settings = settings or Settings()
+        embedder = embedder or UseEmbedder()
+        data_dir = Path(settings.data_dir)
+
+        def open_stores(thread_id: str) -> ThreadStores:
+            name = thread_directory_name(thread_id)
+            return ThreadStores(
+                topic_store=JsonlTopicStore(data_dir / "threads" / name),
+                topic_index=ChromaTopicIndex(data_dir / "index", embedder, collection=f"t-{name}"),
+            )
+
+        return cls(
+            settings=settings,
+            roles=roles or native_roles(embedder, settings),
+            embedder=embedder,
+            token_counter=token_counter or default_token_counter(settings.tokenizer),
+            open_stores=open_stores,
+            clock=clock,
+        )
+
+    def stores(self, thread_id: str) -> ThreadStores:
+        """The stores of ``thread_id``, opened on first use."""
+        with self._lock:
+            if thread_id not in self._stores:
+                self._stores[thread_id] = self.open_stores(thread_id)
+            return self._stores[thread_id]
+
+    def dry_run(self) -> TopicServices:
+        """A view whose store writes stay in memory (for context queries)."""
+        from langgraph_topics.stores.topic_index import InMemoryTopicIndex
+
+        def open_overlay(thread_id: str) -> ThreadStores:
+            base = self.stores(thread_id)
+            return ThreadStores(
+                topic_store=OverlayTopicStore(base.topic_store),
+                topic_index=OverlayTopicIndex(base.topic_index, InMemoryTopicIndex(self.embedder)),
+            )
+
+        return replace(self, open_stores=open_overlay, _stores={}, _lock=threading.Lock())
+
+
+@dataclass
+class TopicContext:
+    """Run-scoped context of the graph (``context_schema``).
+
+    ``services`` is typed ``Any`` so that the Studio server can still draw the schema; leave it
+    ``None`` to use the process default (settings from ``LANGGRAPH_TOPICS_*`` variables).
+    """
+
+    services: Any = None
+
+
+_default_services: TopicServices | None = None
+_default_lock = threading.Lock()
+
+
+def default_services() -> TopicServices:
+    """The process-wide services built from the environment, created on first use."""
+    global _default_services
+    with _default_lock:
+        if _default_services is None:
+            _default_services = TopicServices.open()
+        return _default_services
+
+
+def services_of(runtime: Runtime[TopicContext] | None) -> TopicServices:
+    """The services of a run: the context's, else the process default."""
+    context = runtime.context if runtime is not None else None
+    services = getattr(context, "services", None)
+    if isinstance(services, TopicServices):
+        return services
+    return default_services()
+
+
+def thread_id_of(runtime: Runtime[Any] | None = None) -> str:
+    """The thread id of the current run (``default`` when the run has none)."""
+    info = getattr(runtime, "execution_info", None) if runtime is not None else None
+    if info is not None and info.thread_id:
+        return str(info.thread_id)
+    try:
+        configurable = get_config().get("configurable", {})
+    except RuntimeError:  # called outside a run
+        return "default"
+    thread_id = configurable.get("thread_id")
+    return str(thread_id) if thread_id else "default"

@@ -1,0 +1,70 @@
+"""The graph state: the main window's working set, never the whole history."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, NotRequired, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+from langgraph_topics.state.records import (
+    ActivationRequest,
+    AssembledContext,
+    EstimateRecord,
+    StoredMessage,
+    TopicRecord,
+    TopicResult,
+    TurnEvent,
+)
+from langgraph_topics.state.reducers import append_events, merge_topic_results
+
+Mode = Literal["chat", "import", "context"]
+
+
+class InputState(TypedDict):
+    """What a caller sends: new chat messages (and, for tools, what to do with them)."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    """New messages of this turn (usually one user message)."""
+    mode: NotRequired[Mode]
+    """``chat`` (default) answers; ``import`` records and splits only; ``context`` stops
+    after assembly without answering."""
+
+
+class TopicState(InputState, total=False):
+    """Everything a turn reads and writes; checkpointed after every step."""
+
+    topics: dict[str, TopicRecord]
+    """The topic registry: status, score history, counts (briefs live in the topic store)."""
+    total_messages: int
+    """Messages ever added to the thread; with the stores it proves none was lost."""
+    last_seen_id: str | None
+    """Id of the newest message already counted, to tell this turn's new messages apart."""
+    turn: int
+    """Turn counter (one per run of the graph)."""
+    estimate: EstimateRecord
+    """Step 0 of this turn."""
+    topic_results: Annotated[dict[str, TopicResult], merge_topic_results]
+    """This turn's topic window results, keyed by topic id (reset every turn)."""
+    context: AssembledContext
+    """The assembled main window of this turn."""
+    events: Annotated[list[TurnEvent], append_events]
+    """What happened this turn (reset every turn)."""
+    activation: ActivationRequest | None
+    """A pending request to search the index and activate topics."""
+    activation_rounds: int
+    """How many times this turn went through the activate node."""
+    searched: bool
+    """Whether the index was searched this turn (the weak-results fallback runs once)."""
+    clarify_topics: list[str]
+    """Names of candidate topics when a recall cue found only ambiguous matches."""
+
+
+class TopicWindowTask(TypedDict):
+    """The payload ``Send`` gives one topic window task."""
+
+    thread_id: str
+    topic_id: str
+    round: int
+    unsplit: list[StoredMessage]
+    """The messages the topic is read against (the unsplit ones, the new message last)."""
