@@ -1,0 +1,137 @@
+"""Activation: the activate loop, the parallel fan-out, recall cues."""
+
+from __future__ import annotations
+
+from conftest import MemoryFactory
+from conversations import subject_records
+from fakes import ActivatingResponder, RecordingTopicWindow, with_roles
+from langgraph_topics import TopicMemory
+from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.state.records import TopicStatus
+
+SUBJECT_ORDER = [
+    "stocks",
+    "kyoto",
+    "sourdough",
+    "fitness",
+    "stocks",
+    "kyoto",
+    "sourdough",
+    "fitness",
+]
+
+
+def _imported(make_memory: MemoryFactory, roles: Roles) -> TopicMemory:
+    """A memory with a conversation on four subjects imported and split into topics."""
+    memory = make_memory(budget=900, roles=roles)
+    memory.import_messages("t", subject_records(SUBJECT_ORDER))
+    assert len(memory.topics("t")) >= 4
+    return memory
+
+
+def _set_status(memory: TopicMemory, statuses: dict[str, TopicStatus]) -> None:
+    topics = dict(memory.state("t")["topics"])
+    index = memory.services.stores("t").topic_index
+    for topic_id, status in statuses.items():
+        topics[topic_id] = {**topics[topic_id], "status": status}
+        index.set_status(topic_id, status)
+    memory.graph.update_state(
+        {"configurable": {"thread_id": "t"}}, {"topics": topics}, as_node="bookkeeping"
+    )
+
+
+def _topic_holding(memory: TopicMemory, text: str) -> str:
+    store = memory.services.stores("t").topic_store
+    for topic_id in store.topic_ids():
+        if any(text in m["content"] for m in store.messages(topic_id)):
+            return topic_id
+    raise AssertionError(f"no topic holds {text!r}")
+
+
+def test_activate_loop_reads_only_newly_activated_topics(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    window = RecordingTopicWindow(roles.topic_window)
+    responder = ActivatingResponder(query="sourdough starter acetone feeding fridge")
+    memory = _imported(make_memory, with_roles(roles, topic_window=window, responder=responder))
+    topic_ids = [t["id"] for t in memory.topics("t")]
+    sourdough = _topic_holding(memory, "acetone")
+    dormant = {t: "dormant" for t in topic_ids if t != topic_ids[0]}
+    dormant[sourdough] = "dormant"
+    _set_status(memory, dormant)  # type: ignore[arg-type]
+    active_before = {t for t in topic_ids if t not in dormant}
+    window.reset()
+
+    memory.chat("t", "Can you remind me how to rescue the starter?")
+
+    state = memory.state("t")
+    activated = [
+        e for e in state["events"] if e["kind"] == "activated" and e.get("reason") == "tool_call"
+    ]
+    assert activated, state["events"]
+    assert sourdough in activated[0]["topic_ids"]
+    # Every activation of the turn (the weak-results search may have run first).
+    newly = {t for e in state["events"] if e["kind"] == "activated" for t in e["topic_ids"]}
+    reads = window.topics_read()
+    # Each topic read once this turn; the first pass read the active topics, the activation
+    # pass only the newly activated ones (earlier results were reused).
+    assert len(reads) == len(set(reads))
+    first_pass = {r["topic_id"] for r in state["topic_results"].values() if r["round"] == 0}
+    second_pass = {r["topic_id"] for r in state["topic_results"].values() if r["round"] >= 1}
+    assert first_pass == active_before
+    assert second_pass == newly
+    assert set(reads) == first_pass | second_pass
+    assert responder.calls[0] is True and len(responder.calls) == 2
+    assert memory.check("t").ok
+
+
+def test_topic_windows_of_one_turn_run_concurrently(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    window = RecordingTopicWindow(roles.topic_window, delay=0.3)
+    memory = _imported(make_memory, with_roles(roles, topic_window=window))
+    topic_ids = [t["id"] for t in memory.topics("t")]
+    _set_status(memory, dict.fromkeys(topic_ids, "active"))  # type: ignore[arg-type]
+    window.reset()
+
+    memory.chat("t", "How is the fitness plan going with the protein intake?")
+
+    calls = window.calls
+    assert len(calls) == len(topic_ids) >= 3
+    # Overlapping execution: at some moment several topic windows were running at once.
+    running_at_start = [sum(1 for _, s, e in calls if s <= start < e) for _, start, _ in calls]
+    assert max(running_at_start) >= 3
+
+
+def _recall(memory: TopicMemory, text: str, needle: str) -> None:
+    target = _topic_holding(memory, needle)
+    topic_ids = [t["id"] for t in memory.topics("t")]
+    _set_status(memory, dict.fromkeys(topic_ids, "dormant"))  # type: ignore[arg-type]
+    memory.chat("t", text)
+    events = memory.state("t")["events"]
+    kinds = [(e["kind"], e.get("reason")) for e in events]
+    assert ("recall_cue", None) in kinds
+    assert ("index_search", "recall_cue") in kinds
+    search = next(e for e in events if e["kind"] == "index_search")
+    assert "deep" in search["detail"]
+    activated = [e for e in events if e["kind"] == "activated" and e.get("reason") == "recall_cue"]
+    assert activated and target in activated[0]["topic_ids"]
+    assert memory.check("t").ok
+
+
+def test_chinese_recall_cue_triggers_deep_search(make_memory: MemoryFactory, roles: Roles) -> None:
+    memory = _imported(make_memory, roles)
+    _recall(memory, "你忘了吗？我之前说过市盈率和市净率的区别，你还记得吗？", "市盈率")
+
+
+def test_english_recall_cue_triggers_deep_search(make_memory: MemoryFactory, roles: Roles) -> None:
+    memory = _imported(make_memory, roles)
+    _recall(
+        memory, "We talked about this before: which ryokan near Gion did you suggest?", "ryokan"
+    )
+
+
+def test_no_cue_no_deep_search(make_memory: MemoryFactory, roles: Roles) -> None:
+    memory = _imported(make_memory, roles)
+    memory.chat("t", "Which ryokan near Gion is good?")
+    assert not [e for e in memory.state("t")["events"] if e["kind"] == "recall_cue"]
