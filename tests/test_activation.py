@@ -5,6 +5,7 @@ from __future__ import annotations
 from conftest import MemoryFactory
 from conversations import subject_records
 from fakes import ActivatingResponder, RecordingTopicWindow, with_roles
+
 from langgraph_topics import TopicMemory
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.state.records import TopicStatus

@@ -9,13 +9,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import MemoryFactory
 from conversations import SUBJECTS
+from fakes import RecordingTopicWindow, with_roles
+
 from langgraph_topics import TopicMemory
 from langgraph_topics.activation.grey import activation_threshold, dormancy_threshold
 from langgraph_topics.roles.protocols import Roles
-from fakes import RecordingTopicWindow, with_roles
 
 
 def _user_lines() -> list[str]:

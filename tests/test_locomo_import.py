@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA
+
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.checks import CheckReport, check_context
 from langgraph_topics.datasets import load_locomo
