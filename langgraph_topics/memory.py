@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -23,6 +24,7 @@ from langgraph_topics.state.records import (
     TopicResult,
     TurnEvent,
 )
+from langgraph_topics.state.working_set import stored_view
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.protocols import Embedder
 from langgraph_topics.tokens import TokenCounter
@@ -98,17 +100,19 @@ class TopicMemory:
         token_counter: TokenCounter | None = None,
         services: TopicServices | None = None,
     ) -> None:
-        base = settings or (services.settings if services else Settings())
-        overrides: dict[str, Any] = {}
-        if data_dir is not None:
-            overrides["data_dir"] = Path(data_dir)
-        if budget_tokens is not None:
-            overrides["budget_tokens"] = budget_tokens
-        self.settings = Settings(**{**base.__dict__, **overrides})
-        self.services = services or TopicServices.open(
-            self.settings, roles=roles, embedder=embedder, token_counter=token_counter
-        )
-        self.services.settings = self.settings
+        if services is not None:  # fully wired by the caller: its settings rule
+            self.services = services
+            self.settings = services.settings
+        else:
+            overrides: dict[str, Any] = {}
+            if data_dir is not None:
+                overrides["data_dir"] = Path(data_dir)
+            if budget_tokens is not None:
+                overrides["budget_tokens"] = budget_tokens
+            self.settings = replace(settings or Settings(), **overrides)
+            self.services = TopicServices.open(
+                self.settings, roles=roles, embedder=embedder, token_counter=token_counter
+            )
         Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
         self.checkpointer = open_sqlite_checkpointer(
             Path(self.settings.data_dir) / "checkpoints.sqlite"
@@ -237,14 +241,11 @@ class TopicMemory:
         return summaries
 
     def transcript(self, thread_id: str) -> list[StoredMessage]:
-        """The full conversation recovered from the topics and the working set."""
+        """The full conversation recovered from the topics and the working set, in order."""
         store = self.services.stores(thread_id).topic_store
-        from langgraph_topics.state.working_set import stored_view
-
         working = stored_view(self.state(thread_id).get("messages", []))
         located = store.message_ids()
-        split = [m for topic in store.topic_ids() for m in store.messages(topic)]
-        return [*split, *(m for m in working if m["id"] not in located)]
+        return [*store.transcript(), *(m for m in working if m["id"] not in located)]
 
     def check(self, thread_id: str) -> CheckReport:
         """Check invariants 1–3 of the design for a thread."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from langgraph_topics.cli.tables import clip
 from langgraph_topics.memory import TopicMemory
 
-DEMO_BUDGET = 1500
+DEMO_BUDGET = 1000
 """Small enough that the script splits after a few turns."""
 
 

@@ -102,6 +102,10 @@ class OverlayTopicStore:
         """The base store's links."""
         return self.base.links(topic_id) if topic_id not in self._new_metas else []
 
+    def transcript(self) -> list[StoredMessage]:
+        """The base transcript followed by this view's appends."""
+        return [*self.base.transcript(), *(m for ms in self._appended.values() for m in ms)]
+
     def time_index(self) -> dict[str, list[str]]:
         """The base store's time index (dry-run topics are not dated)."""
         return self.base.time_index()

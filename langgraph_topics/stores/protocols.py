@@ -69,6 +69,10 @@ class TopicStore(Protocol):
         """Relations of a topic as ``(other_id, kind)``."""
         ...
 
+    def transcript(self) -> list[StoredMessage]:
+        """Every stored message across topics, in conversation order (for recovery)."""
+        ...
+
     def time_index(self) -> dict[str, list[str]]:
         """Topics per day (``YYYY-MM-DD`` of the messages' timestamps) — seed 000 §9."""
         ...

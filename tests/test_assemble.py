@@ -1,0 +1,117 @@
+"""The main window: order, no duplicates, and the budget."""
+
+from __future__ import annotations
+
+from langgraph_topics.nodes.assemble import TRUNCATION_MARK, assemble_window
+from langgraph_topics.state.records import StoredMessage, TopicResult
+from langgraph_topics.tokens import default_token_counter, message_tokens
+
+COUNTER = default_token_counter()
+
+
+def _message(i: int, text: str = "", role: str = "user") -> StoredMessage:
+    return {"id": f"m{i}", "role": role, "content": text or f"message number {i} about things"}  # type: ignore[typeddict-item]
+
+
+def _result(topic: str, score: float, refs: list[str], summary: str = "") -> TopicResult:
+    return {
+        "topic_id": topic,
+        "name": topic,
+        "brief": f"brief of {topic}",
+        "file": f"{topic}.jsonl",
+        "relevance_score": score,
+        "referenced_message_ids": refs,
+        "summary": summary or f"summary of {topic}",
+        "round": 0,
+    }
+
+
+def _window(
+    working: list[StoredMessage],
+    results: list[TopicResult],
+    lookup: list[StoredMessage],
+    budget: int,
+    located: dict[str, str] | None = None,
+):  # type: ignore[no-untyped-def]
+    return assemble_window(
+        working,
+        located or {},
+        results,
+        {m["id"]: m for m in lookup},
+        budget=budget,
+        keep_recent=20,
+        reference_threshold=0.3,
+        language="en",
+        counter=COUNTER,
+    )
+
+
+def test_results_sorted_by_score_and_no_message_twice() -> None:
+    stored = [_message(i) for i in range(100, 106)]
+    working = [_message(i) for i in range(25)]
+    results = [
+        _result("low", 0.4, ["m100", "m101"]),
+        _result("high", 0.9, ["m101", "m102", "m3"]),  # m3 is also in the chat part
+        _result("mid", 0.6, ["m103"]),
+        _result("faint", 0.2, ["m104"]),  # under 0.3: not shown
+    ]
+    window = _window(working, results, stored, budget=100_000)
+    assert window["topic_ids"] == ["high", "mid", "low"]
+    assert len(window["message_ids"]) == len(set(window["message_ids"]))
+    assert [m["id"] for m in window["referenced_messages"]] == ["m101", "m102", "m103", "m100"]
+    assert window["recent_ids"] == [f"m{i}" for i in range(5, 25)]
+    assert window["message_ids"][-20:] == window["recent_ids"]
+    assert window["system_prompt"].index("## Topic: high") < window["system_prompt"].index(
+        "## Topic: mid"
+    )
+    assert window["tokens"] == COUNTER(window["system_prompt"]) + sum(
+        message_tokens(m, COUNTER) for m in window["messages"]
+    )
+
+
+def test_lowest_scoring_results_give_way_first() -> None:
+    long = "detail " * 120
+    stored = [_message(100 + i, long) for i in range(6)]
+    working = [_message(i) for i in range(20)]
+    results = [
+        _result("a", 0.9, ["m100", "m101"]),
+        _result("b", 0.7, ["m102", "m103"]),
+        _result("c", 0.5, ["m104", "m105"]),
+    ]
+    full = _window(working, results, stored, budget=100_000)
+    budget = full["tokens"] - 400
+    window = _window(working, results, stored, budget=budget)
+    assert window["tokens"] <= budget
+    trimmed = [(t["kind"], t["id"]) for t in window["trimmed"]]
+    assert trimmed[0] == ("referenced_message", "m105")
+    # Nothing of the higher-scoring results went while a lower one still had something to give.
+    assert all(t[1] in ("m105", "m104", "c", "m103") for t in trimmed)
+    assert window["recent_ids"] == [m["id"] for m in working]
+    assert set(window["recent_ids"]) <= set(window["message_ids"])
+
+
+def test_older_unsplit_messages_go_before_recent_ones() -> None:
+    working = [_message(i, "word " * 40) for i in range(40)]
+    window = _window(working, [], [], budget=1500)
+    assert window["tokens"] <= 1500
+    assert window["recent_ids"] == [f"m{i}" for i in range(20, 40)]
+    dropped = [t["id"] for t in window["trimmed"]]
+    assert dropped == [f"m{i}" for i in range(len(dropped))]  # oldest first
+    assert all(t["kind"] == "unsplit_message" for t in window["trimmed"])
+
+
+def test_when_the_last_20_alone_exceed_the_budget_they_are_shortened_not_dropped() -> None:
+    working = [_message(i, "long text " * 200) for i in range(20)]
+    window = _window(working, [_result("a", 0.9, [], "a summary")], [], budget=2500)
+    assert window["tokens"] <= 2500
+    assert window["message_ids"] == [f"m{i}" for i in range(20)]
+    shortened = [m for m in window["messages"] if m["content"].endswith(TRUNCATION_MARK)]
+    assert shortened and shortened[0]["id"] == "m0"  # oldest first
+    assert window["messages"][-1]["content"] == working[-1]["content"]  # the newest is whole
+    assert ("topic_result", "a") in [(t["kind"], t["id"]) for t in window["trimmed"]]
+
+
+def test_split_messages_in_the_working_set_are_not_shown_as_unsplit() -> None:
+    working = [_message(i) for i in range(30)]
+    window = _window(working, [], [], budget=100_000, located={"m0": "t1", "m1": "t1"})
+    assert "m0" not in window["message_ids"] and "m2" in window["message_ids"]
