@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from langgraph_topics.keywords import extract_keywords, top_keywords
+from langgraph_topics.keywords import extract_keywords, is_cjk, top_keywords
 from langgraph_topics.roles.native.text import (
     clip,
     is_chinese,
@@ -84,6 +84,11 @@ class NativeBriefWriter:
         recurring = [k for k in ranked if sum(1 for text in lowered if k in text) >= 2]
         # Keywords said more than once are the topic; one-off pieces are often noise.
         pool = recurring if len(recurring) >= 2 else ranked
+        first = next((text for text in texts if text.strip()), "")
+        if pool is ranked and first and any(is_cjk(k) for k in ranked[:4]):
+            # One-off Chinese pieces are arbitrary bigrams (想系 / 统学); the first line reads
+            # better.
+            return clip(first, _NAME_CHARS)
         chosen: list[str] = []
         for keyword in pool:
             if len(chosen) == 4 or (
@@ -93,7 +98,6 @@ class NativeBriefWriter:
             chosen.append(keyword)
         if chosen:
             return " / ".join(chosen)
-        first = next((text for text in texts if text.strip()), "")
         if first:
             return clip(first, _NAME_CHARS)
         return "未命名话题" if is_chinese(texts) else "Untitled topic"
