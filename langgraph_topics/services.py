@@ -25,6 +25,7 @@ from langgraph_topics.stores.embeddings import UseEmbedder
 from langgraph_topics.stores.overlay import OverlayTopicIndex, OverlayTopicStore
 from langgraph_topics.stores.protocols import Embedder, TopicIndex, TopicStore
 from langgraph_topics.tokens import TokenCounter, default_token_counter
+from langgraph_topics.tuning.role_stats import RoleStatsCollector
 
 
 def utc_now() -> datetime:
@@ -58,6 +59,10 @@ class TopicServices:
     open_stores: Callable[[str], ThreadStores]
     """Opens (or creates) the stores of a thread; called once per thread and cached."""
     clock: Callable[[], datetime] = utc_now
+    role_stats: RoleStatsCollector = field(default_factory=RoleStatsCollector, repr=False)
+    """Model-role call records of each thread, drained into the tuning log every turn."""
+    record_tuning: bool = True
+    """Whether turns append to the tuning log (off for dry runs)."""
     _stores: dict[str, ThreadStores] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -71,8 +76,12 @@ class TopicServices:
         token_counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> TopicServices:
-        """Embedded defaults: JSONL topic files and a persistent Chroma index under data_dir."""
-        from langgraph_topics.roles.native import native_roles
+        """Embedded defaults: JSONL topic files and a persistent Chroma index under data_dir.
+
+        Without ``roles``, the models of the settings serve (``build_roles``): an LLM back end
+        for each role that has one, the native back end for the others.
+        """
+        from langgraph_topics.roles.factory import build_roles
         from langgraph_topics.stores.topic_index import ChromaTopicIndex
         from langgraph_topics.stores.topic_store import JsonlTopicStore
 
@@ -89,7 +98,7 @@ class TopicServices:
 
         return cls(
             settings=settings,
-            roles=roles or native_roles(embedder, settings),
+            roles=roles or build_roles(settings, embedder=embedder),
             embedder=embedder,
             token_counter=token_counter or default_token_counter(settings.tokenizer),
             open_stores=open_stores,
@@ -104,7 +113,10 @@ class TopicServices:
             return self._stores[thread_id]
 
     def dry_run(self) -> TopicServices:
-        """A view whose store writes stay in memory (for context queries)."""
+        """A view whose store writes stay in memory (for context queries).
+
+        Role calls of a dry run are counted apart and never reach the tuning log.
+        """
         from langgraph_topics.stores.topic_index import InMemoryTopicIndex
 
         def open_overlay(thread_id: str) -> ThreadStores:
@@ -114,7 +126,14 @@ class TopicServices:
                 topic_index=OverlayTopicIndex(base.topic_index, InMemoryTopicIndex(self.embedder)),
             )
 
-        return replace(self, open_stores=open_overlay, _stores={}, _lock=threading.Lock())
+        return replace(
+            self,
+            open_stores=open_overlay,
+            role_stats=RoleStatsCollector(),
+            record_tuning=False,
+            _stores={},
+            _lock=threading.Lock(),
+        )
 
 
 @dataclass

@@ -8,6 +8,11 @@ from pathlib import Path
 
 DATA_DIR_ENV = "LANGGRAPH_TOPICS_DATA_DIR"
 BUDGET_ENV = "LANGGRAPH_TOPICS_BUDGET"
+STRONG_MODEL_ENV = "LANGGRAPH_TOPICS_STRONG_MODEL"
+CHEAP_MODEL_ENV = "LANGGRAPH_TOPICS_CHEAP_MODEL"
+PROMPT_DIR_ENV = "LANGGRAPH_TOPICS_PROMPT_DIR"
+ROLE_NAMES = ("splitter", "topic_window", "brief_writer", "index_router", "responder")
+"""The model roles; ``LANGGRAPH_TOPICS_<ROLE>_MODEL`` sets the model of one of them."""
 
 
 def _default_data_dir() -> Path:
@@ -16,6 +21,20 @@ def _default_data_dir() -> Path:
 
 def _default_budget() -> int:
     return int(os.environ.get(BUDGET_ENV, "8000"))
+
+
+def _env_model(variable: str) -> str | None:
+    return os.environ.get(variable) or None
+
+
+def _default_role_models() -> dict[str, str]:
+    found = {role: os.environ.get(f"LANGGRAPH_TOPICS_{role.upper()}_MODEL") for role in ROLE_NAMES}
+    return {role: model for role, model in found.items() if model}
+
+
+def _default_prompt_dir() -> Path | None:
+    directory = os.environ.get(PROMPT_DIR_ENV)
+    return Path(directory) if directory else None
 
 
 @dataclass(frozen=True)
@@ -49,6 +68,24 @@ class Settings:
     """Prompt language: ``zh``, ``en`` or ``auto`` (detected from the conversation)."""
     tokenizer: str = "o200k_base"
     """Encoding of the bundled tokenizer used when no token counter is injected."""
+    prompt_dir: Path | None = field(default_factory=_default_prompt_dir)
+    """A directory of ``<language>/<name>.md`` files overriding the packaged prompts."""
+    strong_model: str | None = field(default_factory=lambda: _env_model(STRONG_MODEL_ENV))
+    """``init_chat_model`` string of the splitter and the responder (none: native back ends)."""
+    cheap_model: str | None = field(default_factory=lambda: _env_model(CHEAP_MODEL_ENV))
+    """``init_chat_model`` string of the topic window, brief writer and index router."""
+    role_models: dict[str, str] = field(default_factory=_default_role_models)
+    """Per-role model strings, overriding the tier (keys from ``ROLE_NAMES``)."""
+    model_timeout_seconds: float = 60.0
+    """Timeout of one model request (models built from strings)."""
+    model_retries: int = 2
+    """Retries of a request that failed in the provider (timeout, 429, 5xx, connection)."""
+    retry_backoff_seconds: float = 1.0
+    """First wait before a provider retry; it doubles each time."""
+    format_retries: int = 1
+    """Retries of a malformed reply, with the error fed back, before the native back end."""
+    tuning_log: bool = True
+    """Append one line per turn to ``threads/<thread>/tuning.jsonl`` (seed 000 §16)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
@@ -57,3 +94,8 @@ class Settings:
             raise ValueError("need min_active <= default_active <= max_active")
         if self.budget_tokens <= 0:
             raise ValueError(f"budget_tokens must be positive, got {self.budget_tokens}")
+        unknown = sorted(set(self.role_models) - set(ROLE_NAMES))
+        if unknown:
+            raise ValueError(f"role_models has unknown roles {unknown}; known: {ROLE_NAMES}")
+        if self.model_retries < 0 or self.format_retries < 0:
+            raise ValueError("model_retries and format_retries must not be negative")

@@ -11,6 +11,7 @@ from pathlib import Path
 from conftest import MemoryFactory
 from conversations import subject_records
 from fakes import with_roles
+
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.nodes.split import resolve_plan
 from langgraph_topics.roles.protocols import Roles, SplitPlan

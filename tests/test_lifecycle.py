@@ -119,3 +119,27 @@ def test_topic_memory_round_trips_hostile_text(make_memory: MemoryFactory) -> No
 def test_topic_memory_is_a_context_manager(tmp_path: Path) -> None:
     with TopicMemory(data_dir=tmp_path / "m", budget_tokens=2000) as memory:
         assert memory.chat("x", "hello there")
+
+
+def test_an_input_without_mode_is_a_chat_turn_even_after_an_import(
+    make_memory: MemoryFactory,
+) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langgraph_topics import TopicContext
+
+    memory = make_memory(budget=2000)
+    memory.import_messages(
+        "m",
+        [
+            {"id": "a", "role": "user", "content": "hello"},
+            {"id": "b", "role": "assistant", "content": "hi"},
+        ],
+    )
+    result = memory.graph.invoke(
+        {"messages": [HumanMessage("how are you?", id="c")]},
+        {"configurable": {"thread_id": "m"}},
+        context=TopicContext(services=memory.services),
+    )
+    assert isinstance(result["messages"][-1], AIMessage)
+    assert result["turn_mode"] == "chat" and result.get("mode") is None

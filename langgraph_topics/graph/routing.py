@@ -16,12 +16,12 @@ def after_estimate(state: TopicState) -> Literal["split", "recall_cue", "__end__
     """Split first when the estimate passed the trigger; an import without a split ends here."""
     if state["estimate"]["split"]:
         return "split"
-    return "__end__" if state.get("mode") == "import" else "recall_cue"
+    return "__end__" if state.get("turn_mode") == "import" else "recall_cue"
 
 
 def after_split(state: TopicState) -> Literal["recall_cue", "__end__"]:
     """An import stops after splitting; a chat or context turn goes on."""
-    return "__end__" if state.get("mode") == "import" else "recall_cue"
+    return "__end__" if state.get("turn_mode") == "import" else "recall_cue"
 
 
 def after_recall_cue(
@@ -73,7 +73,7 @@ def after_assemble(
     has_dormant = any(t["status"] == "dormant" for t in topics.values())
     if weak and has_dormant and not state.get("searched"):
         return "activate"
-    return "__end__" if state.get("mode") == "context" else "respond"
+    return "__end__" if state.get("turn_mode") == "context" else "respond"
 
 
 def after_respond(state: TopicState) -> Literal["activate", "bookkeeping"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -39,11 +40,14 @@ class _Window:
     unsplit: list[StoredMessage]
     recent: list[StoredMessage]
     trimmed: list[TrimRecord] = field(default_factory=list)
+    prompt_dir: Path | None = None
 
 
 def _system_prompt(window: _Window, language: str) -> str:
-    blocks = [render_topic_block(p.result, p.quoted, language) for p in window.topics]
-    return render_system_prompt(blocks, language)
+    blocks = [
+        render_topic_block(p.result, p.quoted, language, window.prompt_dir) for p in window.topics
+    ]
+    return render_system_prompt(blocks, language, window.prompt_dir)
 
 
 def _total(window: _Window, language: str, counter: TokenCounter) -> int:
@@ -127,6 +131,7 @@ def assemble_window(
     reference_threshold: float,
     language: str,
     counter: TokenCounter,
+    prompt_dir: Path | None = None,
 ) -> AssembledContext:
     """Build the main window: topic results by score, unsplit messages, the recent ones.
 
@@ -153,14 +158,14 @@ def assemble_window(
         ]
         placed.update(m["id"] for m in quoted)
         parts.append(_TopicPart(result, quoted))
-    window = _Window(parts, list(unsplit), list(recent))
+    window = _Window(parts, list(unsplit), list(recent), prompt_dir=prompt_dir)
 
     total = _total(window, language, counter)
     while total > budget and _trim_step(window, total - budget, counter):
         total = _total(window, language, counter)
 
     system_prompt = _system_prompt(window, language)
-    base_tokens = counter(render_system_prompt([], language))
+    base_tokens = counter(render_system_prompt([], language, prompt_dir))
     system_tokens = counter(system_prompt)
     unsplit_tokens = sum(message_tokens(m, counter) for m in window.unsplit)
     recent_tokens = sum(message_tokens(m, counter) for m in window.recent)
@@ -203,6 +208,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         reference_threshold=settings.reference_threshold,
         language=detect_language((m["content"] for m in working[-10:]), settings.language),
         counter=services.token_counter,
+        prompt_dir=settings.prompt_dir,
     )
     update: dict[str, Any] = {"context": context}
     if context["trimmed"]:

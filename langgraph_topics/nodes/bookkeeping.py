@@ -11,6 +11,7 @@ from langgraph_topics.activation.grey import activation_threshold, decide_dorman
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.tuning.turn import log_turn
 
 
 def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
@@ -52,4 +53,5 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
         )
     if decision.dormant:
         get_stream_writer()({"event": "dormant", "topics": list(decision.dormant)})
+    log_turn(services, thread_id_of(runtime), state, topics, events)
     return {"topics": topics, "events": events}

@@ -123,6 +123,8 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "total_messages": state.get("total_messages", 0) + len(new),
         "last_seen_id": messages[-1].id if messages else state.get("last_seen_id"),
         "turn": state.get("turn", 0) + 1,
+        "mode": None,
+        "turn_mode": state.get("mode") or "chat",
         "estimate": record,
         "topic_results": Overwrite({}),
         "events": Overwrite(events),

@@ -17,6 +17,7 @@ from langgraph_topics.state.records import StoredMessage, TurnEvent
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.state.units import group_units, split_point
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
+from langgraph_topics.tuning.turn import log_turn
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,8 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
             "created": list(created.values()),
         }
     )
+    if state.get("turn_mode") == "import":  # an import turn ends here: no bookkeeping to log it
+        log_turn(services, thread_id, state, topics, events)
     return {
         "messages": [RemoveMessage(id=m["id"]) for m in candidates],
         "topics": topics,

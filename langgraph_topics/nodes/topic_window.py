@@ -28,11 +28,12 @@ def clamp_score(value: object) -> float:
     return 0.0 if math.isnan(score) else min(1.0, max(0.0, score))
 
 
-def topic_window(task: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Score the topic and pick the messages the main window needs.
 
     A failing back end leaves this topic out of the turn (logged); the turn goes on.
     """
+    task = state
     services = services_of(runtime)
     settings = services.settings
     store = services.stores(task["thread_id"]).topic_store

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from langgraph_topics.prompts.loader import load_prompt
 from langgraph_topics.state.records import StoredMessage, TopicResult
@@ -13,9 +14,14 @@ def quote_message(message: StoredMessage) -> str:
     return f"[{message['id']}] {message['role']}: {message['content']}"
 
 
-def render_topic_block(result: TopicResult, quoted: Sequence[StoredMessage], language: str) -> str:
-    """The main-window section of one topic result."""
-    return load_prompt("main_window_topic", language).render(
+def render_topic_block(
+    result: TopicResult,
+    quoted: Sequence[StoredMessage],
+    language: str,
+    prompt_dir: str | Path | None = None,
+) -> str:
+    """The main-window section of one topic result (``prompt_dir`` overrides the packaged one)."""
+    return load_prompt("main_window_topic", language, prompt_dir).render(
         name=result["name"],
         brief=result["brief"],
         file=result["file"],
@@ -24,7 +30,13 @@ def render_topic_block(result: TopicResult, quoted: Sequence[StoredMessage], lan
     )
 
 
-def render_system_prompt(topic_blocks: Sequence[str], language: str) -> str:
+def render_system_prompt(
+    topic_blocks: Sequence[str], language: str, prompt_dir: str | Path | None = None
+) -> str:
     """The main window's system prompt with the given topic blocks (best first)."""
-    topic_context = "\n".join(topic_blocks) or load_prompt("no_topics", language).template
-    return load_prompt("main_window", language).render(topic_context=topic_context.strip())
+    topic_context = (
+        "\n".join(topic_blocks) or load_prompt("no_topics", language, prompt_dir).template
+    )
+    return load_prompt("main_window", language, prompt_dir).render(
+        topic_context=topic_context.strip()
+    )

@@ -6,7 +6,11 @@ without custom encoders, and so that Studio shows them as they are.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired
+
+# typing_extensions' TypedDict: on Python < 3.12 pydantic (and so Studio's schema view) rejects
+# typing.TypedDict.
+from typing_extensions import TypedDict
 
 Role = Literal["user", "assistant", "tool", "system"]
 TopicStatus = Literal["active", "dormant", "archived"]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, NotRequired, TypedDict
+from typing import Annotated, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+
+# typing_extensions' TypedDict: on Python < 3.12 pydantic (and so Studio's schema view) rejects
+# typing.TypedDict.
+from typing_extensions import TypedDict
 
 from langgraph_topics.state.records import (
     ActivationRequest,
@@ -26,7 +30,7 @@ class InputState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     """New messages of this turn (usually one user message)."""
-    mode: NotRequired[Mode]
+    mode: NotRequired[Mode | None]
     """``chat`` (default) answers; ``import`` records and splits only; ``context`` stops
     after assembly without answering."""
 
@@ -34,6 +38,12 @@ class InputState(TypedDict):
 class TopicState(InputState, total=False):
     """Everything a turn reads and writes; checkpointed after every step."""
 
+    turn_mode: Mode
+    """What this turn does: the input's ``mode`` (``chat`` when absent), read by the first step.
+
+    The input key itself is cleared at once, so a later input without ``mode`` is a chat turn
+    again instead of inheriting the mode of an earlier run.
+    """
     topics: dict[str, TopicRecord]
     """The topic registry: status, score history, counts (briefs live in the topic store)."""
     total_messages: int

@@ -1,0 +1,20 @@
+"""Embedding topic memory in existing LangChain and LangGraph applications."""
+
+from langgraph_topics.integrations.chat_model import (
+    TopicMemoryRunnable,
+    new_user_message,
+    with_topic_memory,
+)
+from langgraph_topics.integrations.history import import_chat_history
+from langgraph_topics.integrations.messages import context_messages
+from langgraph_topics.integrations.subgraph import topic_bookkeeping_node, topic_context_node
+
+__all__ = [
+    "TopicMemoryRunnable",
+    "context_messages",
+    "import_chat_history",
+    "new_user_message",
+    "topic_bookkeeping_node",
+    "topic_context_node",
+    "with_topic_memory",
+]

@@ -1,0 +1,104 @@
+"""The topic-memory graph as nodes of an application's own LangGraph graph.
+
+The application's state extends :class:`~langgraph_topics.state.schema.TopicState`, so it shares
+``messages`` with topic memory and its checkpointer keeps the topic registry. A turn runs::
+
+    START → topic_context → <your model node> → topic_bookkeeping → END
+
+``topic_context`` runs the topic-memory graph up to the assembled window (``state["context"]``;
+turn it into model input with :func:`~langgraph_topics.integrations.messages.context_messages`)
+and removes the messages it split into topics from ``messages``, so the application's
+checkpoint stays bounded too; ``topic_bookkeeping`` records this turn's scores, grey activation
+and dormancy once the model has answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from langchain_core.messages import RemoveMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from langgraph_topics.graph.builder import build_graph
+from langgraph_topics.nodes.bookkeeping import bookkeeping
+from langgraph_topics.services import TopicContext, TopicServices, services_of
+from langgraph_topics.state.messages import TIMESTAMP_KEY
+from langgraph_topics.state.schema import TopicState
+
+TopicNode = Callable[[TopicState, RunnableConfig], dict[str, Any]]
+"""A node function of the application's graph."""
+
+_PER_TURN_KEYS = ("topic_results", "events")
+"""Keys with accumulating reducers: the subgraph's final value replaces the parent's."""
+
+
+def topic_context_node(services: TopicServices | None = None) -> TopicNode:
+    """A node that assembles this turn's main window from topic memory.
+
+    Args:
+        services: Stores, settings and role back ends (``None``: the process default from the
+            ``LANGGRAPH_TOPICS_*`` environment variables).
+
+    Returns:
+        The node function; its update writes ``messages`` (split messages removed, new ones
+        time-stamped), the topic registry and ``context``.
+    """
+    graph = build_graph(full_input=True, name="topic_context")
+
+    def topic_context(state: TopicState, config: RunnableConfig) -> dict[str, Any]:
+        payload = {key: value for key, value in state.items() if key in TopicState.__annotations__}
+        payload["mode"] = "context"
+        result = cast(
+            dict[str, Any],
+            graph.invoke(cast(Any, payload), config, context=TopicContext(services=services)),
+        )
+        kept = {m.id for m in result["messages"]}
+        # The subgraph returns its final working set; the parent's add_messages reducer would
+        # keep what the split moved out, so the removals are spelled out.
+        removals = [RemoveMessage(id=m.id) for m in state["messages"] if m.id and m.id not in kept]
+        update: dict[str, Any] = {
+            key: value
+            for key, value in result.items()
+            if key in TopicState.__annotations__ and key not in ("messages", "mode")
+        }
+        for key in _PER_TURN_KEYS:
+            if key in update:
+                update[key] = Overwrite(update[key])
+        update["messages"] = [*removals, *result["messages"]]
+        return update
+
+    return topic_context
+
+
+def topic_bookkeeping_node(services: TopicServices | None = None) -> TopicNode:
+    """A node that closes the turn after the application's model answered.
+
+    It counts the model's reply as a message of the thread (so the invariant checks hold between
+    turns) and records scores, grey activation and dormancy like the graph's own bookkeeping.
+
+    Args:
+        services: The same services as the ``topic_context`` node's.
+    """
+
+    def topic_bookkeeping(state: TopicState, config: RunnableConfig) -> dict[str, Any]:
+        runtime = Runtime(context=TopicContext(services=services))
+        messages = state["messages"]
+        last_seen = state.get("last_seen_id")
+        ids = [m.id for m in messages]
+        new = messages[ids.index(last_seen) + 1 :] if last_seen in ids else []
+        now = services_of(runtime).clock().isoformat()
+        stamped = [
+            m.model_copy(update={"additional_kwargs": {**m.additional_kwargs, TIMESTAMP_KEY: now}})
+            for m in new
+            if TIMESTAMP_KEY not in m.additional_kwargs
+        ]
+        update = bookkeeping(state, runtime)
+        update["messages"] = stamped
+        update["total_messages"] = state.get("total_messages", 0) + len(new)
+        update["last_seen_id"] = messages[-1].id if messages else last_seen
+        return update
+
+    return topic_bookkeeping

@@ -1,0 +1,120 @@
+"""LLM responder (seed 000 §4.1 step 5, §6.2): strong model with the ``activate_topic`` tool."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool, tool
+
+from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
+from langgraph_topics.roles.llm.language import call_language
+from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
+from langgraph_topics.roles.protocols import Responder, ResponderReply
+from langgraph_topics.state.records import AssembledContext, StoredMessage
+from langgraph_topics.tuning.role_stats import CallRecord
+
+
+@tool("activate_topic")
+def activate_topic(query: str) -> str:
+    """Search the earlier conversation's topics and load the ones matching ``query``.
+
+    Call it when the conversation refers to something discussed before that the topic context
+    does not cover, or when the user says you forgot something ("you forgot", "I told you
+    before", "we talked about this before"). ``query``: what to look for, in a few words.
+    """
+    return query  # never executed: the graph activates the topics and asks again
+
+
+ACTIVATE_TOPIC_TOOL: BaseTool = activate_topic
+
+
+def chat_messages(context: AssembledContext) -> list[BaseMessage]:
+    """The main window as chat messages: the rendered system prompt, then the chat part.
+
+    Tool exchanges are rendered as text: the window may hold a tool result whose call was
+    trimmed away, and providers reject such a pair.
+    """
+    converted: list[BaseMessage] = [SystemMessage(context["system_prompt"])]
+    for message in context["messages"]:
+        converted.append(_as_chat_message(message))
+    return converted
+
+
+def _as_chat_message(message: StoredMessage) -> BaseMessage:
+    role, text = message["role"], message["content"]
+    if role == "assistant":
+        return AIMessage(text)
+    if role == "tool":
+        return HumanMessage(f"[tool result {message.get('name', '')}]\n{text}".strip())
+    if role == "system":
+        return HumanMessage(f"[system]\n{text}")
+    return HumanMessage(text)
+
+
+def parse_reply(reply: AIMessage, *, can_activate: bool, question: str) -> ResponderReply:
+    """A text, or an activation request when the model called ``activate_topic``.
+
+    Raises:
+        ReplyFormatError: An empty reply, or a call of a tool other than ``activate_topic``.
+    """
+    for call in reply.tool_calls:
+        if call["name"] != "activate_topic":
+            raise ReplyFormatError(f"unknown tool {call['name']!r}; only activate_topic exists")
+        if can_activate:
+            args: dict[str, Any] = call.get("args") or {}
+            query = str(args.get("query") or "").strip() or question
+            return {"text": reply.text, "activate_query": query}
+    if not reply.text.strip():
+        raise ReplyFormatError("the reply is empty; answer the user")
+    return {"text": reply.text, "activate_query": None}
+
+
+class LlmResponder:
+    """Answers from the assembled main window with a chat model.
+
+    ``activate_topic`` is bound as a real tool while activation is possible; a call to it becomes
+    ``ResponderReply.activate_query``. An empty reply is asked again, then answered natively; a
+    provider failure that outlasts its retries raises (the node apologises for the turn).
+
+    Args:
+        model: The strong model (it must support tool calling).
+        fallback: The native responder.
+        policy: Retries, prompt directory, language preference.
+    """
+
+    def __init__(self, model: BaseChatModel, fallback: Responder, policy: CallPolicy) -> None:
+        self.policy = policy
+        self.fallback = fallback
+        self.plain = ModelCaller("responder", model, policy)
+        self.with_tool = ModelCaller("responder", model.bind_tools([ACTIVATE_TOPIC_TOOL]), policy)
+
+    def respond(self, context: AssembledContext, *, can_activate: bool) -> ResponderReply:
+        """Answer, or ask for topic activation through the tool."""
+        caller = self.with_tool if can_activate else self.plain
+        language = call_language(self.policy.language, context["messages"])
+        question = _latest_user_text(context["messages"])
+        record = CallRecord("responder")
+
+        def parse(reply: AIMessage) -> ResponderReply:
+            return parse_reply(reply, can_activate=can_activate, question=question)
+
+        return caller.guarded(
+            record,
+            lambda: caller.ask(
+                chat_messages(context),
+                parse,
+                element="",
+                language=language,
+                record=record,
+                retry_prompt="responder_retry",
+            ),
+            lambda: self.fallback.respond(context, can_activate=can_activate),
+            fallback_on_failure=False,
+        )
+
+
+def _latest_user_text(messages: Sequence[StoredMessage]) -> str:
+    return next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")

@@ -1,0 +1,70 @@
+"""Bounded retries with exponential backoff for provider failures.
+
+Transient failures are timeouts, refused or dropped connections, 429 and 5xx answers (408, 409
+and 425 too); anything else (a 400, a bad key) fails at once, since asking again cannot help.
+Provider clients are expected to run with their own retries off (``max_retries=0``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
+_TRANSIENT_NAMES = ("Timeout", "Connection", "RemoteProtocolError", "TransportError")
+MAX_BACKOFF_SECONDS = 30.0
+
+
+def status_of(error: BaseException) -> int | None:
+    """The HTTP status of a provider error, when it carries one."""
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether asking again may succeed."""
+    status = status_of(error)
+    if status is not None:
+        return status in _TRANSIENT_STATUS or status >= 500
+    if isinstance(error, TimeoutError | ConnectionError):
+        return True
+    # Provider SDKs have their own hierarchies (openai, httpx, anthropic…); their class names are
+    # the one thing they share.
+    names = (cls.__name__ for cls in type(error).__mro__)
+    return any(marker in name for name in names for marker in _TRANSIENT_NAMES)
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retry policy of provider calls."""
+
+    retries: int = 2
+    base_seconds: float = 1.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def delay(self, attempt: int) -> float:
+        """Wait before retry number ``attempt`` (0-based): base × 2^attempt, capped."""
+        return float(min(MAX_BACKOFF_SECONDS, self.base_seconds * 2.0**attempt))
+
+    def run(self, call: Callable[[], T], on_retry: Callable[[BaseException], None]) -> T:
+        """Run ``call``; retry transient failures up to ``retries`` times.
+
+        Raises:
+            Exception: The last failure, when it is not transient or retries are exhausted.
+        """
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except Exception as error:
+                if attempt >= self.retries or not is_transient(error):
+                    raise
+                on_retry(error)
+                self.sleep(self.delay(attempt))
+                attempt += 1

@@ -1,0 +1,140 @@
+"""LLM topic window (seed 000 §4.2, §6.1): cheap model, one call per active topic per turn."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langgraph_topics.prompts.loader import load_prompt
+from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
+from langgraph_topics.roles.llm.escaping import escape_text, render_messages
+from langgraph_topics.roles.llm.language import call_language
+from langgraph_topics.roles.llm.prefix_share import PrefixTracker
+from langgraph_topics.roles.llm.xml_reply import child_text, parse_score, root_element
+from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict, TopicWindow
+from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.tuning.role_stats import CallRecord, current_collector
+
+ELEMENT = "topic_result"
+_ID_TOKEN = re.compile(r"[^\s,;，；、`'\"\[\]()]+")
+
+
+def topic_window_messages(
+    topic: TopicInfo,
+    topic_messages: Sequence[StoredMessage],
+    unsplit: Sequence[StoredMessage],
+    *,
+    language: str,
+    summary_chars: int,
+    policy: CallPolicy,
+) -> list[BaseMessage]:
+    """The prompt: system prompt, the topic's split messages, then the unsplit messages.
+
+    This order keeps the longest possible prefix stable between turns (prompt caching, §12).
+    """
+    system = load_prompt("topic_window", language, policy.prompt_dir).render(
+        topic_name=escape_text(topic["name"]),
+        topic_summary=escape_text(topic["brief"]),
+        topic_file=escape_text(topic["file"]),
+        summary_chars=summary_chars,
+    )
+    body = load_prompt("topic_window_input", language, policy.prompt_dir).render(
+        split_messages=render_messages(topic_messages),
+        unsplit_messages=render_messages(unsplit),
+    )
+    return [SystemMessage(system), HumanMessage(body)]
+
+
+def parse_verdict(reply: str, known_ids: set[str]) -> tuple[TopicVerdict, int]:
+    """The verdict of a ``<topic_result>`` reply and how many unknown ids were dropped.
+
+    Raises:
+        ReplyFormatError: No single closed ``<topic_result>``, or a score that is missing, not a
+            number or outside [0, 1] (rejected, not clamped).
+    """
+    body = root_element(reply, ELEMENT)
+    score = parse_score(child_text(body, "relevance_score", required=True), "relevance_score")
+    listed = child_text(body, "referenced_messages") or ""
+    tokens = [t.lstrip("-*•").strip() for t in _ID_TOKEN.findall(listed)]
+    tokens = [t for t in tokens if t]
+    kept = list(dict.fromkeys(t for t in tokens if t in known_ids))
+    dropped = len([t for t in tokens if t not in known_ids and _looks_like_id(t)])
+    summary = child_text(body, "summary") or ""
+    return {"relevance_score": score, "referenced_message_ids": kept, "summary": summary}, dropped
+
+
+def _looks_like_id(token: str) -> bool:
+    """Whether a token of the list was meant as an id (models sometimes add words around ids)."""
+    return any(ch.isdigit() for ch in token) or "-" in token
+
+
+class LlmTopicWindow:
+    """Scores a topic and picks its messages with a chat model.
+
+    Args:
+        model: The cheap model.
+        fallback: The native topic window, serving a call whose replies stay malformed.
+        policy: Retries, prompt directory, language preference.
+        summary_chars: The summary's soft limit, told to the model.
+        prefixes: Tracker of each topic's previous prompt (prefix share per call).
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        fallback: TopicWindow,
+        policy: CallPolicy,
+        *,
+        summary_chars: int = 2000,
+        prefixes: PrefixTracker | None = None,
+    ) -> None:
+        self.caller = ModelCaller("topic_window", model, policy)
+        self.fallback = fallback
+        self.policy = policy
+        self.summary_chars = summary_chars
+        self.prefixes = prefixes or PrefixTracker()
+
+    def evaluate(
+        self,
+        topic: TopicInfo,
+        topic_messages: Sequence[StoredMessage],
+        unsplit: Sequence[StoredMessage],
+    ) -> TopicVerdict:
+        """Score the topic and pick the messages the main window needs.
+
+        A provider failure that outlasts its retries raises (the node then leaves the topic out
+        of this turn); a reply malformed after the retry falls back to the native back end.
+        """
+        language = call_language(self.policy.language, [*topic_messages[-3:], *unsplit])
+        messages = topic_window_messages(
+            topic,
+            topic_messages,
+            unsplit,
+            language=language,
+            summary_chars=self.summary_chars,
+            policy=self.policy,
+        )
+        found = current_collector()
+        thread_id = found[1] if found else "default"
+        record = CallRecord("topic_window", topic_id=topic["id"])
+        record.prefix_share = self.prefixes.share(
+            (thread_id, topic["id"]), "\n\n".join(str(m.content) for m in messages)
+        )
+        known = {m["id"] for m in topic_messages}
+
+        def parse(reply: AIMessage) -> TopicVerdict:
+            verdict, dropped = parse_verdict(reply.text, known)
+            record.dropped_ids += dropped
+            return verdict
+
+        return self.caller.guarded(
+            record,
+            lambda: self.caller.ask(
+                messages, parse, element=ELEMENT, language=language, record=record
+            ),
+            lambda: self.fallback.evaluate(topic, topic_messages, unsplit),
+            fallback_on_failure=False,
+        )

@@ -1,0 +1,103 @@
+"""The tuning log (seed 000 §16): one JSON line per turn in ``threads/<thread>/tuning.jsonl``.
+
+A line holds what §16 says to watch: each topic's score and sliding average, activations and
+dormancies with their reason, how many messages each topic quoted, the share of the main window
+taken by topic results, and per model role the calls, latency, tokens, retries and fallbacks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langgraph_topics.activation.grey import sliding_average
+from langgraph_topics.settings import Settings
+from langgraph_topics.state.records import AssembledContext, TopicRecord, TopicResult, TurnEvent
+from langgraph_topics.tuning.role_stats import CallRecord, role_totals
+
+log = logging.getLogger(__name__)
+
+TUNING_FILE = "tuning.jsonl"
+
+
+def tuning_log_path(data_dir: Path, thread_directory: str) -> Path:
+    """Where a thread's tuning log lives."""
+    return Path(data_dir) / "threads" / thread_directory / TUNING_FILE
+
+
+def tuning_line(
+    *,
+    time: str,
+    thread_id: str,
+    turn: int,
+    mode: str,
+    topics: Mapping[str, TopicRecord],
+    results: Mapping[str, TopicResult],
+    context: AssembledContext | None,
+    events: Sequence[TurnEvent],
+    records: Sequence[CallRecord],
+    settings: Settings,
+) -> dict[str, Any]:
+    """The log line of one turn (a JSON-ready dict)."""
+    prefix_shares = {
+        r.topic_id: r.prefix_share
+        for r in records
+        if r.role == "topic_window" and r.topic_id is not None
+    }
+    topic_lines: dict[str, Any] = {}
+    for topic_id, record in topics.items():
+        result = results.get(topic_id)
+        if result is None and record["status"] != "active":
+            continue
+        topic_lines[topic_id] = {
+            "name": record["name"],
+            "status": record["status"],
+            "score": result["relevance_score"] if result else None,
+            "average": round(sliding_average(record["scores"], settings.score_window), 4),
+            "referenced": len(result["referenced_message_ids"]) if result else 0,
+            "round": result["round"] if result else None,
+            "prompt_prefix_share": prefix_shares.get(topic_id),
+        }
+    window: dict[str, Any] | None = None
+    if context is not None:
+        tokens = context["tokens"]
+        window = {
+            "tokens": tokens,
+            "budget": context["budget"],
+            "sections": dict(context["sections"]),
+            "topic_share": round(context["sections"]["topics"] / tokens, 4) if tokens else 0.0,
+            "quoted_messages": len(context["referenced_messages"]),
+        }
+    return {
+        "time": time,
+        "thread_id": thread_id,
+        "turn": turn,
+        "mode": mode,
+        "active_topics": sum(1 for t in topics.values() if t["status"] == "active"),
+        "topics": topic_lines,
+        "referenced_messages": sum(t["referenced"] for t in topic_lines.values()),
+        "events": [dict(e) for e in events],
+        "main_window": window,
+        "roles": role_totals(list(records)),
+    }
+
+
+def append_line(path: Path, line: Mapping[str, Any]) -> None:
+    """Append one line; a failing disk is logged, never allowed to fail the turn."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+    except OSError:
+        log.exception("could not append to the tuning log %s", path)
+
+
+def read_tuning_log(path: Path) -> list[dict[str, Any]]:
+    """Every line of a tuning log (an empty list when there is none)."""
+    if not path.is_file():
+        return []
+    lines = path.read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
