@@ -24,7 +24,7 @@ from langgraph_topics.state.records import (
     TopicResult,
     TurnEvent,
 )
-from langgraph_topics.state.working_set import stored_view
+from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.protocols import Embedder
 from langgraph_topics.tokens import TokenCounter
@@ -244,15 +244,14 @@ class TopicMemory:
         """The full conversation recovered from the topics and the working set, in order."""
         store = self.services.stores(thread_id).topic_store
         working = stored_view(self.state(thread_id).get("messages", []))
-        located = store.message_ids()
-        return [*store.transcript(), *(m for m in working if m["id"] not in located)]
+        return [*store.transcript(), *unsplit_messages(working, store)]
 
     def check(self, thread_id: str) -> CheckReport:
         """Check invariants 1–3 of the design for a thread."""
         report = CheckReport()
         values = self.state(thread_id)
         working_ids = [m.id or "" for m in values.get("messages", [])]
-        located = self.services.stores(thread_id).topic_store.message_ids()
+        located = self.services.stores(thread_id).topic_store.message_ids()  # a full audit
         check_partition(report, working_ids, located, values.get("total_messages", 0))
         context = values.get("context")
         if context and context["recent_ids"] and context["recent_ids"][-1] in working_ids:

@@ -20,7 +20,7 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.schema import TopicState
-from langgraph_topics.state.working_set import recent_messages, stored_view
+from langgraph_topics.state.working_set import located_in_topics, recent_messages, stored_view
 from langgraph_topics.tokens import TokenCounter, message_tokens
 
 TRUNCATION_MARK = " …[shortened to fit the window; the full text is kept]"
@@ -200,7 +200,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     wanted = [i for r in results for i in r["referenced_message_ids"]]
     context = assemble_window(
         working,
-        store.message_ids(),
+        located_in_topics((m["id"] for m in working), store),
         results,
         store.get_messages(wanted),
         budget=settings.budget_tokens,

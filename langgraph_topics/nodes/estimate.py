@@ -40,11 +40,10 @@ def _reconcile(
     the working-set copies go. Topics created but never registered are registered.
     """
     store = services.stores(thread_id).topic_store
-    located = store.message_ids()
     keep_recent = services.settings.keep_recent
     messages = state["messages"]
     older = messages[:-keep_recent] if keep_recent else messages
-    removals = [RemoveMessage(id=m.id) for m in older if m.id in located and m.id]
+    removals = [RemoveMessage(id=m.id) for m in older if m.id and store.locate(m.id) is not None]
     topics = dict(state.get("topics") or {})
     events: list[TurnEvent] = []
     for topic_id in store.topic_ids():

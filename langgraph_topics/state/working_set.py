@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from langchain_core.messages import AnyMessage
 
@@ -18,8 +18,16 @@ def stored_view(messages: Sequence[AnyMessage]) -> list[StoredMessage]:
 
 def unsplit_messages(messages: Sequence[StoredMessage], store: TopicStore) -> list[StoredMessage]:
     """Messages of the working set that no topic holds."""
-    located = store.message_ids()
-    return [m for m in messages if m["id"] not in located]
+    return [m for m in messages if store.locate(m["id"]) is None]
+
+
+def located_in_topics(message_ids: Iterable[str], store: TopicStore) -> dict[str, str]:
+    """Which of the given messages a topic holds, and which topic.
+
+    Looks up only the given ids (the working set is small; the store may hold millions).
+    """
+    found = ((i, store.locate(i)) for i in message_ids)
+    return {i: topic for i, topic in found if topic is not None}
 
 
 def recent_messages(messages: Sequence[StoredMessage], keep_recent: int) -> list[StoredMessage]:
