@@ -21,7 +21,8 @@ def test_application_examples_run(tmp_path: Path) -> None:
     blocks = _python_blocks("Use it in an application")
     assert len(blocks) == 2
     for number, block in enumerate(blocks):
-        done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=180)
+        done = subprocess.run(
+            [sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=180
+        )
         assert done.returncode == 0, f"block {number}: {done.stderr[-2000:]}"
     assert (tmp_path / "memory" / "checkpoints.sqlite").is_file()
