@@ -51,15 +51,17 @@ def cosine(a: Vector, b: Vector) -> float:
 class VectorCache:
     """A bounded, thread-safe map from keys to embeddings, least recently used evicted first.
 
-    Topic windows of one turn run in parallel and each asks for its own messages, so reads and
-    writes take a lock; embedding itself happens outside the lock so that windows never wait on
-    each other's model calls (two windows may then embed the same miss once each, harmlessly).
+    Topic windows of one turn run in parallel and all ask for the same query text at the same
+    moment: a miss is embedded by the first thread that claims it while the others wait for
+    that result (single flight), instead of every window encoding the same text at once.
+    Embedding happens outside the lock, so windows asking for different texts never wait.
     """
 
     def __init__(self, embedder: Embedder, *, max_entries: int = 50_000) -> None:
         self.embedder = embedder
         self.max_entries = max_entries
         self._entries: OrderedDict[Hashable, Vector] = OrderedDict()
+        self._in_flight: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -75,23 +77,45 @@ class VectorCache:
         Returns:
             An ``(n, d)`` matrix in the order of ``keyed_texts``.
         """
+        if not keyed_texts:
+            return np.zeros((0, 0), dtype=np.float32)
         found: dict[Hashable, Vector] = {}
+        claimed: dict[Hashable, str] = {}
+        awaited: dict[Hashable, threading.Event] = {}
         with self._lock:
-            for key, _ in keyed_texts:
+            for key, text in keyed_texts:
                 vector = self._entries.get(key)
                 if vector is not None:
                     self._entries.move_to_end(key)
                     found[key] = vector
-        missing = {key: text for key, text in keyed_texts if key not in found}
-        if missing:
-            fresh = embed_matrix(self.embedder, list(missing.values()))
+                elif key in self._in_flight:
+                    awaited[key] = self._in_flight[key]
+                elif key not in claimed:
+                    claimed[key] = text
+                    self._in_flight[key] = threading.Event()
+        if claimed:
+            fresh: Matrix | None = None
+            try:
+                fresh = embed_matrix(self.embedder, list(claimed.values()))
+            finally:  # waiters are released even when the embedder fails
+                with self._lock:
+                    events = [self._in_flight.pop(key) for key in claimed]
+                    if fresh is not None:
+                        for key, vector in zip(claimed, fresh, strict=True):
+                            found[key] = vector
+                            self._entries[key] = vector
+                        while len(self._entries) > self.max_entries:
+                            self._entries.popitem(last=False)
+                for event in events:
+                    event.set()
+        for key, event in awaited.items():
+            event.wait()
             with self._lock:
-                for key, vector in zip(missing, fresh, strict=True):
-                    found[key] = vector
-                    self._entries[key] = vector
-                    self._entries.move_to_end(key)
-                while len(self._entries) > self.max_entries:
-                    self._entries.popitem(last=False)
-        if not keyed_texts:
-            return np.zeros((0, 0), dtype=np.float32)
+                vector = self._entries.get(key)
+            # Evicted already, or the claiming thread failed: embed it here.
+            found[key] = (
+                vector
+                if vector is not None
+                else embed_matrix(self.embedder, [dict(keyed_texts)[key]])[0]
+            )
         return np.stack([found[key] for key, _ in keyed_texts])
