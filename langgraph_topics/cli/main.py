@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from langgraph_topics.bench.cli import add_bench_parser, run_bench
 from langgraph_topics.cli.demo import run_demo
 from langgraph_topics.cli.tables import clip, render_table
 
@@ -52,10 +53,17 @@ def build_parser() -> argparse.ArgumentParser:
     _common(context)
     topics = commands.add_parser("topics", help="list the topics")
     topics.add_argument("--json", action="store_true")
+    topics.add_argument(
+        "--map",
+        type=Path,
+        metavar="FILE",
+        help="also draw the topic hierarchy and timeline (PNG, or Mermaid when FILE is .mmd)",
+    )
     _common(topics)
     check = commands.add_parser("check", help="check the invariants (exit 1 when broken)")
     check.add_argument("--json", action="store_true")
     _common(check)
+    add_bench_parser(commands)
     return parser
 
 
@@ -175,7 +183,14 @@ def _context(args: argparse.Namespace) -> int:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    topics = _memory(args).topics(args.thread)
+    memory = _memory(args)
+    topics = memory.topics(args.thread)
+    if args.map is not None:
+        from langgraph_topics.viz.topic_map import write_topic_map
+
+        time_index = memory.services.stores(args.thread).topic_store.time_index()
+        written = write_topic_map(args.map, topics, time_index)
+        print(f"topic map written to {written}", file=sys.stderr)
     if args.json:
         print(json.dumps(topics, ensure_ascii=False, indent=2))
         return 0
@@ -216,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         return run_demo(args.data_dir, args.thread, args.budget)
+    if args.command == "bench":
+        return run_bench(args)
     handlers = {
         "chat": _chat,
         "import": _import,

@@ -22,7 +22,7 @@ from langgraph_topics.roles.native.text import (
     truncate_utf8,
     utf8_len,
 )
-from langgraph_topics.roles.native.vectors import centroid, embed_matrix
+from langgraph_topics.roles.native.vectors import VectorCache, centroid
 from langgraph_topics.roles.protocols import TopicInfo
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
@@ -64,6 +64,9 @@ class NativeBriefWriter:
         brief_keywords: int = 10,
     ) -> None:
         self.embedder = embedder
+        # A brief is rewritten after every split that touches its topic, and most of its
+        # candidate sentences are the same as last time: cache their vectors by text.
+        self.sentence_cache = VectorCache(embedder, max_entries=20_000) if embedder else None
         self.brief_bytes = brief_bytes
         self.brief_keywords = brief_keywords
 
@@ -154,15 +157,15 @@ class NativeBriefWriter:
                     )
                 )
         sentences.sort(key=lambda s: (-s.score, s.order))
-        if self.embedder is None or len(sentences) < 3:
+        if self.sentence_cache is None or len(sentences) < 3:
             return sentences
-        return _by_centrality(self.embedder, sentences)
+        return _by_centrality(self.sentence_cache, sentences)
 
 
-def _by_centrality(embedder: Embedder, sentences: list[_Sentence]) -> list[_Sentence]:
+def _by_centrality(cache: VectorCache, sentences: list[_Sentence]) -> list[_Sentence]:
     """Re-rank the densest sentences, half by density and half by closeness to their centroid."""
     candidates = sentences[:_EMBED_CANDIDATES]
-    vectors = embed_matrix(embedder, [s.text for s in candidates])
+    vectors = cache.embed([(s.text, s.text) for s in candidates])
     closeness = vectors @ centroid(vectors)
     best_density = max(s.score for s in candidates) or 1.0
     rescored = [

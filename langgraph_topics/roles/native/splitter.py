@@ -23,7 +23,7 @@ from langgraph_topics.keywords import extract_keywords, keyword_overlap
 from langgraph_topics.roles.native.brief_writer import NativeBriefWriter
 from langgraph_topics.roles.native.calibration import calibrate
 from langgraph_topics.roles.native.text import message_text
-from langgraph_topics.roles.native.vectors import Vector, cosine, embed_matrix
+from langgraph_topics.roles.native.vectors import Vector, VectorCache, cosine, embed_matrix
 from langgraph_topics.roles.protocols import NewTopic, SplitAssignment, SplitPlan, TopicInfo
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
@@ -110,6 +110,10 @@ class NativeSplitter:
         # Keyword density only: embedding every sentence of every new topic would multiply the
         # model calls of a split that may cover hundreds of messages.
         self.brief_writer = NativeBriefWriter(None, brief_bytes=brief_bytes)
+        # Every split compares units with every open topic's name and brief, and most briefs did
+        # not change since the last split: caching them by text keeps a split's cost with the
+        # units it splits instead of the number of topics (a brief is about 1 KB to encode).
+        self.topic_cache = VectorCache(embedder, max_entries=4096)
 
     def split(
         self, units: Sequence[Sequence[StoredMessage]], topics: Sequence[TopicInfo]
@@ -125,9 +129,10 @@ class NativeSplitter:
         open_topics = [t for t in topics if t["status"] != "archived"]
         unit_texts = ["\n".join(message_text(m) for m in unit) for unit in kept]
         topic_texts = [f"{t['name']}\n{t['brief']}" for t in open_topics]
-        matrix = embed_matrix(self.embedder, unit_texts + topic_texts)
+        matrix = embed_matrix(self.embedder, unit_texts)
+        anchors = self.topic_cache.embed([(text, text) for text in topic_texts])
         targets = [
-            _Target(topic["id"], None, matrix[len(kept) + index], set(extract_keywords(text)))
+            _Target(topic["id"], None, anchors[index], set(extract_keywords(text)))
             for index, (topic, text) in enumerate(zip(open_topics, topic_texts, strict=True))
         ]
         runs: list[_Run] = []

@@ -126,16 +126,15 @@ class NativeTopicWindow:
         order = [i for i in np.argsort(-similarities, kind="stable") if similarities[i] >= floor]
         relevant = [scored[i][0] for i in order]
         references = self._references(relevant, topic_messages)
-        # The summary may also draw on the unit partners the references pulled in: the answer
-        # to a matching question often holds the key sentence.
-        known = {m["id"] for m in relevant}
-        partners = [m for m in topic_messages if m["id"] in references and m["id"] not in known]
+        # The quoted messages reach the main window verbatim: summarising them again would
+        # pay for the same sentences twice out of one budget (on LoCoMo at 2,000 tokens the
+        # repeats crowded the quotes themselves out). The summary covers what is not quoted.
+        quoted = set(references)
+        rest = [m for m in relevant[: 2 * self.max_references] if m["id"] not in quoted]
         return {
             "relevance_score": score,
             "referenced_message_ids": references,
-            "summary": self._summary(
-                topic, [*relevant[: 2 * self.max_references], *partners], query, topic_messages
-            ),
+            "summary": self._summary(topic, rest, query, topic_messages),
         }
 
     def _query(self, unsplit: Sequence[StoredMessage]) -> _Query | None:

@@ -1,0 +1,129 @@
+"""The ``bench`` subcommand of ``langgraph-topics``: ``recall``, ``overhead``, ``fanout``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers: {text!r}") from error
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers: {text!r}")
+    return values
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers: {text!r}") from error
+
+
+def _shared(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--out", type=Path, default=Path("bench-out"), help="output directory (default bench-out/)"
+    )
+
+
+def add_bench_parser(commands: Any) -> None:
+    """Register ``bench`` and its sub-subcommands on the CLI's subparsers."""
+    bench = commands.add_parser("bench", help="benchmarks: recall, overhead, fanout")
+    kinds = bench.add_subparsers(dest="bench", required=True)
+
+    recall = kinds.add_parser("recall", help="evidence recall at token budgets (LoCoMo format)")
+    recall.add_argument("data", type=Path, help="LoCoMo-format JSON file")
+    recall.add_argument("--budget", type=_ints, default=[1000, 2000, 4000, 8000])
+    recall.add_argument("--conversations", default=None, help="comma-separated sample ids")
+    recall.add_argument("--limit", type=int, default=None, help="questions per conversation")
+    recall.add_argument(
+        "--token-estimate",
+        choices=["chars4", "tokenizer"],
+        default="chars4",
+        help="chars4 = characters / 4 (the reference figures'), tokenizer = o200k BPE",
+    )
+    recall.add_argument("--no-native", action="store_true", help="baselines only")
+    recall.add_argument("--workers", type=int, default=2, help="processes for the native runs")
+    _shared(recall)
+
+    overhead = kinds.add_parser("overhead", help="the graph's own cost per turn")
+    overhead.add_argument("--history", type=_ints, default=[1000, 10000, 100000])
+    overhead.add_argument("--topics", type=_ints, default=[10, 100, 1000])
+    overhead.add_argument("--turns", type=int, default=20, help="measured turns per size")
+    _shared(overhead)
+
+    fanout = kinds.add_parser("fanout", help="turn latency against the number of active topics")
+    fanout.add_argument("--topics", type=_ints, default=[1, 5, 10, 20])
+    fanout.add_argument("--delay", type=float, default=0.2, help="seconds per topic-window call")
+    fanout.add_argument("--turns", type=int, default=5)
+    fanout.add_argument(
+        "--max-concurrency", type=int, default=None, help="cap LangGraph's parallel tasks"
+    )
+    _shared(fanout)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _write(out: Path, name: str, report: dict[str, Any]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
+    path.write_text(json.dumps(report, ensure_ascii=False, indent=1), "utf-8")
+    return path
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Run the chosen benchmark; prints a table (or JSON) and writes its files under ``--out``."""
+    if args.bench == "recall":
+        from langgraph_topics.bench.recall import RecallConfig, run_recall
+        from langgraph_topics.bench.report import plot_recall, recall_tables
+
+        if not args.data.is_file():
+            raise SystemExit(f"no such data file: {args.data}")
+        config = RecallConfig(
+            data=args.data,
+            budgets=args.budget,
+            conversations=args.conversations.split(",") if args.conversations else None,
+            limit=args.limit,
+            token_estimate=args.token_estimate,
+            native=not args.no_native,
+            workers=args.workers,
+        )
+        report = run_recall(config, _stderr)
+        path = _write(args.out, "recall.json", report)
+        plot = plot_recall(report, args.out / "recall.png")
+        _emit(args, {k: v for k, v in report.items() if k != "rows"}, recall_tables(report))
+        _stderr(f"wrote {path} and {plot} in {report['timings']['total_seconds']} s")
+        return 0
+    if args.bench == "overhead":
+        from langgraph_topics.bench.overhead import overhead_table, run_overhead
+
+        report = run_overhead(args.history, args.topics, args.turns, _stderr)
+        path = _write(args.out, "overhead.json", report)
+        _emit(args, report, overhead_table(report))
+        _stderr(f"wrote {path}")
+        return 0
+    from langgraph_topics.bench.fanout import fanout_table, run_fanout
+
+    report = run_fanout(
+        args.topics, args.delay, args.turns, _stderr, max_concurrency=args.max_concurrency
+    )
+    path = _write(args.out, "fanout.json", report)
+    _emit(args, report, fanout_table(report))
+    _stderr(f"wrote {path}")
+    return 0
+
+
+def _emit(args: argparse.Namespace, report: dict[str, Any], table: str) -> None:
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=1))
+    else:
+        print(table)

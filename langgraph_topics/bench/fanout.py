@@ -1,0 +1,119 @@
+"""``bench fanout``: turn latency against the number of active topics.
+
+Each active topic is read by a fake topic-window model that takes a fixed delay per call.
+If the fan-out is parallel, a turn takes about one delay whatever the number of topics; read
+one after another it would take ``n × delay``. LangGraph runs ``Send`` tasks on a thread pool,
+so ``--max-concurrency`` (LangGraph's ``max_concurrency``) caps how many overlap.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_topics.bench.report import simple_table
+
+
+def measure_fanout(
+    topics: int, delay: float, turns: int, *, max_concurrency: int | None = None
+) -> dict[str, Any]:
+    """Median turn latency with ``topics`` active topics and a ``delay``-second topic window."""
+    from langgraph_topics.bench.fakes import FixedTopicWindow, HashEmbedder, fake_roles
+    from langgraph_topics.bench.synthetic import message_text, seed_thread
+    from langgraph_topics.memory import TopicMemory
+    from langgraph_topics.services import TopicContext
+
+    work = Path(tempfile.mkdtemp(prefix="bench-fanout-"))
+    roles = fake_roles(delay)
+    window = cast(FixedTopicWindow, roles.topic_window)
+    with TopicMemory(
+        data_dir=work, budget_tokens=8000, roles=roles, embedder=HashEmbedder()
+    ) as memory:
+        seed_thread(memory, "t", history=30 + 10 * topics, topics=topics, active=topics)
+        config: dict[str, Any] = {"configurable": {"thread_id": "t"}, "recursion_limit": 100}
+        if max_concurrency is not None:
+            config["max_concurrency"] = max_concurrency
+        seconds: list[float] = []
+        for number in range(turns):
+            message = HumanMessage(message_text(10**7 + number), id=f"q{number}")
+            started = time.perf_counter()
+            memory.graph.invoke(
+                cast(Any, {"messages": [message], "mode": "chat"}),
+                cast(RunnableConfig, config),
+                context=TopicContext(services=memory.services),
+            )
+            seconds.append(time.perf_counter() - started)
+    shutil.rmtree(work, ignore_errors=True)
+    median = statistics.median(seconds)
+    # Bookkeeping may send topics dormant after the first turn (grey activation keeps about
+    # ``default_active``), so the serial cost is counted from the windows actually read.
+    windows = window.calls / turns
+    return {
+        "topics": topics,
+        "delay_s": delay,
+        "windows_per_turn": round(windows, 1),
+        "median_s": round(median, 3),
+        "min_s": round(min(seconds), 3),
+        "serial_s": round(windows * delay, 3),
+        "speedup": round(windows * delay / median, 2) if median else 0.0,
+    }
+
+
+def run_fanout(
+    topics: Sequence[int],
+    delay: float,
+    turns: int,
+    progress: Callable[[str], None],
+    *,
+    max_concurrency: int | None = None,
+) -> dict[str, Any]:
+    """Measure each topic count; returns the report."""
+    import os
+
+    results = []
+    for count in topics:
+        progress(f"fanout: {count} active topics, {delay * 1000:.0f} ms per topic window")
+        results.append(measure_fanout(count, delay, turns, max_concurrency=max_concurrency))
+    return {
+        "delay_s": delay,
+        "turns": turns,
+        "max_concurrency": max_concurrency,
+        "cpus": os.cpu_count(),
+        "results": results,
+    }
+
+
+def fanout_table(report: dict[str, Any]) -> str:
+    """Topics, median turn latency, the serial sum and the speed-up."""
+    rows = [
+        [
+            r["topics"],
+            r["windows_per_turn"],
+            r["median_s"],
+            r["min_s"],
+            r["serial_s"],
+            f"{r['speedup']:.1f}×",
+        ]
+        for r in report["results"]
+    ]
+    headers = [
+        "active topics",
+        "windows/turn",
+        "median s/turn",
+        "min s",
+        "windows × delay s",
+        "speed-up",
+    ]
+    return (
+        f"turn latency, topic window {report['delay_s'] * 1000:.0f} ms per call"
+        f" (max_concurrency {report['max_concurrency'] or 'default'})\n"
+        + simple_table(headers, rows)
+    )

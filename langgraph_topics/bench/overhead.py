@@ -1,0 +1,210 @@
+"""``bench overhead``: the graph's own cost per turn, with every model role answering instantly.
+
+Two sweeps: history length (1,000 / 10,000 / 100,000 messages at 100 topics) and topic count
+(10 / 100 / 1,000 topics at 10,000 messages). Each size runs in a fresh process, so its peak
+RSS is its own; beside it, in the same process, a plain LangGraph chat graph (``messages``
+with ``add_messages``, the same SQLite checkpointer) holding the same history.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.graph.message import add_messages
+
+from langgraph_topics.bench.report import simple_table
+
+
+class ChatState(TypedDict):
+    """The plain chat graph's state: the whole history in ``messages``."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+ACTIVE_TOPICS = 10
+BUDGET = 8000
+
+
+def _p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def checkpoint_bytes(path: Path) -> int:
+    """Bytes of checkpoint, metadata and pending-write blobs in a SQLite checkpoint database."""
+    with sqlite3.connect(path) as connection:
+        row = connection.execute(
+            "SELECT (SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0)"
+            " FROM checkpoints) + (SELECT COALESCE(SUM(LENGTH(value)), 0) FROM writes)"
+        ).fetchone()
+    return int(row[0])
+
+
+def directory_bytes(path: Path) -> int:
+    """Total size of the files under ``path``."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _timed_turns(turn: Callable[[int], object], turns: int) -> list[float]:
+    seconds: list[float] = []
+    for number in range(turns):
+        started = time.perf_counter()
+        turn(number)
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def _plain_graph(path: Path) -> Any:
+    from langgraph.graph import START, StateGraph
+
+    from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
+
+    def reply(state: ChatState) -> dict[str, Any]:
+        return {"messages": [AIMessage("Noted.")]}
+
+    builder = StateGraph(ChatState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    return builder.compile(checkpointer=open_sqlite_checkpointer(path))
+
+
+def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
+    """Time ``turns`` chat turns of the topic graph and of a plain chat graph at one size."""
+    from langgraph_topics.bench.fakes import HashEmbedder, fake_roles
+    from langgraph_topics.bench.synthetic import message_text, seed_thread
+    from langgraph_topics.memory import TopicMemory
+
+    work = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
+    memory = TopicMemory(
+        data_dir=work / "topics", budget_tokens=BUDGET, roles=fake_roles(), embedder=HashEmbedder()
+    )
+    started = time.perf_counter()
+    seed_thread(memory, "t", history=history, topics=topics, active=min(ACTIVE_TOPICS, topics))
+    build_seconds = time.perf_counter() - started
+    database = work / "topics" / "checkpoints.sqlite"
+    written = checkpoint_bytes(database)
+    topic_seconds = _timed_turns(lambda n: memory.chat("t", message_text(10**7 + n)), turns)
+    topic_written = checkpoint_bytes(database) - written
+    memory.close()
+    size = directory_bytes(work / "topics")
+
+    plain_path = work / "plain.sqlite"
+    plain = _plain_graph(plain_path)
+    config = {"configurable": {"thread_id": "t"}}
+    seeded = [
+        (HumanMessage if n % 2 == 0 else AIMessage)(message_text(n), id=f"m{n}")
+        for n in range(history)
+    ]
+    plain.update_state(config, {"messages": seeded}, as_node="reply")
+    del seeded
+    written = checkpoint_bytes(plain_path)
+    plain_seconds = _timed_turns(
+        lambda n: plain.invoke({"messages": [HumanMessage(message_text(10**7 + n))]}, config),
+        turns,
+    )
+    plain_written = checkpoint_bytes(plain_path) - written
+    # WAL mode: most of the data sits in the -wal file until a checkpoint folds it in.
+    plain_size = sum(p.stat().st_size for p in work.glob("plain.sqlite*"))
+    # The 100,000-message plain database alone is 1.7 GB: never leave it behind.
+    shutil.rmtree(work, ignore_errors=True)
+    return {
+        "history": history,
+        "topics": topics,
+        "turns": turns,
+        "build_seconds": round(build_seconds, 1),
+        "topic_graph": {
+            "median_ms": round(1000 * statistics.median(topic_seconds), 1),
+            "p95_ms": round(1000 * _p95(topic_seconds), 1),
+            "checkpoint_bytes_per_turn": topic_written // turns,
+            "data_dir_bytes": size,
+        },
+        "plain_graph": {
+            "median_ms": round(1000 * statistics.median(plain_seconds), 1),
+            "p95_ms": round(1000 * _p95(plain_seconds), 1),
+            "checkpoint_bytes_per_turn": plain_written // turns,
+            "data_dir_bytes": plain_size,
+        },
+        # Linux reports kilobytes; both graphs ran in this process, after the history was built.
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
+def sizes(history: Sequence[int], topics: Sequence[int]) -> list[tuple[int, int]]:
+    """History sweep at the middle topic count, topic sweep at the middle history length."""
+    middle_topics = sorted(topics)[len(topics) // 2]
+    middle_history = sorted(history)[len(history) // 2]
+    pairs = [(h, middle_topics) for h in history] + [(middle_history, t) for t in topics]
+    return list(dict.fromkeys((h, min(t, max(1, h - 30))) for h, t in pairs))
+
+
+def run_overhead(
+    history: Sequence[int], topics: Sequence[int], turns: int, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    """Measure every size in its own process; returns the report."""
+    results: list[dict[str, Any]] = []
+    context = multiprocessing.get_context("spawn")
+    for h, t in sizes(history, topics):
+        progress(f"overhead: {h:,} messages, {t:,} topics, {turns} turns")
+        with context.Pool(1) as pool:
+            results.append(pool.apply(measure_size, (h, t, turns)))
+        last = results[-1]
+        progress(
+            f"  topic graph {last['topic_graph']['median_ms']} ms/turn,"
+            f" plain {last['plain_graph']['median_ms']} ms/turn"
+        )
+    return {
+        "active_topics": ACTIVE_TOPICS,
+        "budget_tokens": BUDGET,
+        "cpus": os.cpu_count(),
+        "sizes": results,
+    }
+
+
+def overhead_table(report: dict[str, Any]) -> str:
+    """One row per size: the topic graph, the plain graph, and their ratio."""
+    rows = []
+    for size in report["sizes"]:
+        mine, plain = size["topic_graph"], size["plain_graph"]
+        rows.append(
+            [
+                f"{size['history']:,}",
+                f"{size['topics']:,}",
+                mine["median_ms"],
+                mine["p95_ms"],
+                plain["median_ms"],
+                f"{mine['median_ms'] / max(plain['median_ms'], 1e-9):.2f}",
+                f"{mine['checkpoint_bytes_per_turn']:,}",
+                f"{plain['checkpoint_bytes_per_turn']:,}",
+                f"{mine['data_dir_bytes'] / 1e6:.1f}",
+                f"{plain['data_dir_bytes'] / 1e6:.1f}",
+                size["peak_rss_mb"],
+            ]
+        )
+    headers = [
+        "messages",
+        "topics",
+        "median ms",
+        "p95 ms",
+        "plain median ms",
+        "ratio",
+        "ckpt B/turn",
+        "plain ckpt B/turn",
+        "data MB",
+        "plain MB",
+        "peak RSS MB",
+    ]
+    return (
+        f"per-turn cost, zero-latency roles, {report['active_topics']} active topics,"
+        f" budget {report['budget_tokens']:,}\n" + simple_table(headers, rows)
+    )

@@ -1,0 +1,171 @@
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from langgraph_topics.bench.baselines import (
+    BM25,
+    Bm25Sessions,
+    Bm25Turns,
+    EmbeddingTurns,
+    FullHistory,
+    Recency,
+    RrfTurns,
+    reciprocal_rank_fusion,
+    tokenize,
+    with_neighbours,
+)
+from langgraph_topics.bench.corpus import Turn, chars_over_four, locomo_turns, session_of
+from langgraph_topics.bench.fakes import HashEmbedder
+from langgraph_topics.bench.metrics import all_present, evidence_recall, summarise
+from langgraph_topics.bench.packing import pack
+from langgraph_topics.cli.main import main
+from langgraph_topics.datasets import LocomoConversation, LocomoQuestion
+
+CONV_26 = Path(__file__).parent / "data" / "locomo" / "conv-26.json"
+
+TEXTS = [
+    ("D1:1", "Ann", "Hi Bob, how was your week?"),
+    ("D1:2", "Bob", "Busy! I adopted a greyhound called Pixel."),
+    ("D1:3", "Ann", "A greyhound, lovely. I started pottery classes on Tuesdays."),
+    ("D1:4", "Bob", "Pottery sounds relaxing."),
+    ("D2:1", "Ann", "We booked the Kyoto trip for next April."),
+    ("D2:2", "Bob", "Kyoto in April means cherry blossoms."),
+    ("D2:3", "Ann", "My sister Lea is coming along."),
+    ("D2:4", "Bob", "Say hi to Lea from me."),
+]
+
+
+def tiny_conversation() -> LocomoConversation:
+    messages = [
+        {
+            "id": dia,
+            "role": "user" if speaker == "Ann" else "assistant",
+            "content": text,
+            "name": speaker,
+            "timestamp": f"2024-0{session_of(dia)}-01T10:00:0{index}",
+        }
+        for index, (dia, speaker, text) in enumerate(TEXTS)
+    ]
+    questions = [
+        LocomoQuestion("What is the name of Bob's dog?", "Pixel", 4, ("D1:2",)),
+        LocomoQuestion("When is the Kyoto trip?", "April", 2, ("D2:1", "D2:2")),
+        LocomoQuestion("Who joins Ann in Kyoto?", "Lea", 1, ("D2:1", "D2:3")),
+    ]
+    return LocomoConversation("tiny", "Ann", "Bob", messages, questions)
+
+
+def turns() -> list[Turn]:
+    return locomo_turns(tiny_conversation())
+
+
+def test_turns_carry_speaker_and_session() -> None:
+    first = turns()[0]
+    assert first == Turn("D1:1", 1, "Ann: Hi Bob, how was your week?")
+    assert chars_over_four(first.text) == len(first.text) / 4
+
+
+def test_bm25_matches_the_formula() -> None:
+    documents = [tokenize("the dog runs"), tokenize("the cat"), tokenize("dog dog bird")]
+    index = BM25(documents, k1=1.5, b=0.75)
+    average = 8 / 3
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    expected = idf * 2 * 2.5 / (2 + 1.5 * (1 - 0.75 + 0.75 * 3 / average))
+    assert index.scores(["dog"])[2] == pytest.approx(expected)
+    assert index.scores(["dog"])[1] == 0.0
+    assert index.order(["dog"]) == [2, 0, 1]
+    assert index.order(["unknown"]) == [0, 1, 2]  # ties keep document order
+
+
+def test_rrf_formula_and_ties() -> None:
+    fused = reciprocal_rank_fusion([[0, 1, 2], [2, 1, 0]], k=60)
+    # 1/61 + 1/63 > 2/62: the items each ranking puts first beat the one both put second.
+    assert fused == [0, 2, 1]
+    assert reciprocal_rank_fusion([[3], [4]]) == [3, 4]
+
+
+def test_neighbours_stay_in_the_session() -> None:
+    expanded = with_neighbours([3, 0], turns())
+    assert expanded == [3, 2, 0, 1]  # turn 4 (index 4) opens session 2: not a neighbour of 3
+
+
+def test_pack_skips_what_does_not_fit() -> None:
+    assert pack([0, 1, 2], [5.0, 10.0, 3.0], 9.0) == ([0, 2], 8.0)
+    assert pack([1, 1], [1.0, 1.0], 5.0) == ([1], 1.0)
+
+
+def test_recall_metrics() -> None:
+    assert evidence_recall(["a", "b"], {"a"}) == 0.5
+    assert evidence_recall([], set()) == 1.0
+    assert all_present(["a"], {"a", "b"}) and not all_present(["a", "c"], {"a"})
+    rows = [{"recall": 1.0, "all_present": True, "tokens": 10.0}] * 2
+    assert summarise(rows) == {"n": 2, "recall": 1.0, "all_present": 1.0, "tokens": 10.0}
+
+
+def test_baselines_on_a_tiny_conversation() -> None:
+    all_turns = turns()
+    cost = chars_over_four
+    budget = 15  # about one turn
+    recency = Recency(all_turns, cost).select("anything", [7])[7]
+    assert recency.ids == {"D2:4"}
+    bm25 = Bm25Turns(all_turns, cost)
+    assert bm25.select("name of Bob's dog greyhound", [budget])[budget].ids == {"D1:2"}
+    sessions = Bm25Sessions(all_turns, cost).select("Kyoto April", [60])[60]
+    assert sessions.ids == {"D2:1", "D2:2", "D2:3", "D2:4"}
+    embedding = EmbeddingTurns(all_turns, cost, HashEmbedder())
+    hybrid = RrfTurns(bm25, embedding, cost).select("pottery classes", [17])[17]
+    assert hybrid.ids == {"D1:3"}  # 16 tokens: the next ones do not fit
+    full = FullHistory(all_turns, cost).select("x", [1])[1]
+    assert len(full.ids) == len(TEXTS)
+    assert full.tokens == pytest.approx(sum(len(t.text) for t in all_turns) / 4)
+
+
+def test_native_run_reports_recall_and_reasons(tmp_path: Path) -> None:
+    from langgraph_topics.bench.native import run_native
+
+    conversation = tiny_conversation()
+    run = run_native(
+        conversation,
+        conversation.questions,
+        budget=2000,
+        token_estimate="chars4",
+        work_dir=tmp_path / "native",
+        embedder=HashEmbedder(),
+    )
+    assert len(run.rows) == 3
+    # Eight turns stay unsplit inside the last twenty: everything is in the window.
+    assert all(row["recall"] == 1.0 for row in run.rows)
+    assert run.reasons["present"] == 5
+
+
+def test_cli_bench_recall_baselines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    status = main(
+        [
+            "bench", "recall", str(CONV_26), "--budget", "1000,4000", "--limit", "4",
+            "--no-native", "--out", str(out),
+        ]
+    )  # fmt: skip
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "mean evidence recall" in printed and "BM25 turns" in printed
+    report = json.loads((out / "recall.json").read_text("utf-8"))
+    assert report["summary"]["full history"]["4000"]["all"]["recall"] == 1.0
+    assert report["summary"]["BM25 turns"]["1000"]["all"]["n"] == 4
+    assert (out / "recall.png").stat().st_size > 1000
+
+
+def test_fanout_is_parallel() -> None:
+    from langgraph_topics.bench.fanout import measure_fanout
+
+    result = measure_fanout(6, 0.1, 2)
+    assert result["median_s"] < 0.6 * result["serial_s"]
+
+
+def test_overhead_measures_both_graphs() -> None:
+    from langgraph_topics.bench.overhead import measure_size
+
+    size = measure_size(120, 4, 2)
+    assert size["topic_graph"]["median_ms"] > 0 and size["plain_graph"]["median_ms"] > 0
+    assert size["topic_graph"]["checkpoint_bytes_per_turn"] > 0
