@@ -131,7 +131,13 @@ class TopicMemory:
         self.close()
 
     def _config(self, thread_id: str) -> RunnableConfig:
-        return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
+        # Every active topic window of a turn runs at once (LangGraph's default pool has only
+        # a few workers on a small machine, and model calls mostly wait on the network).
+        return {
+            "configurable": {"thread_id": thread_id},
+            "recursion_limit": 100,
+            "max_concurrency": self.settings.max_active,
+        }
 
     def _run(self, thread_id: str, payload: dict[str, Any]) -> dict[str, Any]:
         return cast(

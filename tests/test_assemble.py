@@ -83,9 +83,13 @@ def test_lowest_scoring_results_give_way_first() -> None:
     window = _window(working, results, stored, budget=budget)
     assert window["tokens"] <= budget
     trimmed = [(t["kind"], t["id"]) for t in window["trimmed"]]
-    assert trimmed[0] == ("referenced_message", "m105")
-    # Nothing of the higher-scoring results went while a lower one still had something to give.
-    assert all(t[1] in ("m105", "m104", "c", "m103") for t in trimmed)
+    # Summaries go first (lowest score first), then briefs, then quotes of the lowest topic.
+    assert trimmed[:3] == [("topic_summary", "c"), ("topic_summary", "b"), ("topic_summary", "a")]
+    phases = ["topic_summary", "topic_brief", "referenced_message", "topic_result"]
+    assert [phases.index(k) for k, _ in trimmed] == sorted(phases.index(k) for k, _ in trimmed)
+    quotes = [i for k, i in trimmed if k == "referenced_message"]
+    assert quotes and quotes[0] == "m105"  # the lowest topic's least relevant quote
+    assert "m100" not in quotes  # the best topic's best quote survives
     assert window["recent_ids"] == [m["id"] for m in working]
     assert set(window["recent_ids"]) <= set(window["message_ids"])
 

@@ -24,6 +24,8 @@ from langgraph_topics.state.working_set import located_in_topics, recent_message
 from langgraph_topics.tokens import TokenCounter, message_tokens
 
 TRUNCATION_MARK = " …[shortened to fit the window; the full text is kept]"
+BRIEF_FLOOR_CHARS = 120
+"""A brief cut to fit the budget keeps its first line, at most this long."""
 
 
 @dataclass
@@ -70,15 +72,37 @@ def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> Stor
     return {**message, "content": text[:low] + TRUNCATION_MARK}
 
 
-def _trim_step(window: _Window, excess: int, counter: TokenCounter) -> bool:
-    """Give up one piece, in the order of least value; False when nothing is left to give.
+def _trim_topics(window: _Window, counter: TokenCounter) -> bool:
+    """Give up the least valuable piece of topic context, lowest-scoring topic first.
 
-    Order: the lowest-scoring topic's quoted messages (newest quote first), then that topic's
-    whole result, then older unsplit messages (oldest first), then the recent messages are
-    shortened (oldest first; they stay in the window by id, their full text stays stored).
+    Quoted messages are the exact evidence, so every summary goes first, then every brief is cut
+    to its first line, then quotes (each topic's least relevant first), then whole results.
     """
-    if window.topics:
-        part = window.topics[-1]
+    for part in reversed(window.topics):
+        if part.result["summary"]:
+            window.trimmed.append(
+                {
+                    "kind": "topic_summary",
+                    "id": part.result["topic_id"],
+                    "tokens": counter(part.result["summary"]),
+                }
+            )
+            part.result = {**part.result, "summary": ""}
+            return True
+    for part in reversed(window.topics):
+        brief = part.result["brief"]
+        short = clip_line(brief)
+        if short != brief:
+            window.trimmed.append(
+                {
+                    "kind": "topic_brief",
+                    "id": part.result["topic_id"],
+                    "tokens": counter(brief) - counter(short),
+                }
+            )
+            part.result = {**part.result, "brief": short}
+            return True
+    for part in reversed(window.topics):
         if part.quoted:
             dropped = part.quoted.pop()
             window.trimmed.append(
@@ -88,15 +112,34 @@ def _trim_step(window: _Window, excess: int, counter: TokenCounter) -> bool:
                     "tokens": message_tokens(dropped, counter),
                 }
             )
-        else:
-            window.topics.pop()
-            window.trimmed.append(
-                {
-                    "kind": "topic_result",
-                    "id": part.result["topic_id"],
-                    "tokens": counter(part.result["summary"]),
-                }
-            )
+            return True
+    if window.topics:
+        part = window.topics.pop()
+        window.trimmed.append(
+            {
+                "kind": "topic_result",
+                "id": part.result["topic_id"],
+                "tokens": counter(part.result["name"]),
+            }
+        )
+        return True
+    return False
+
+
+def clip_line(text: str, limit: int = BRIEF_FLOOR_CHARS) -> str:
+    """The first line of a text, at most ``limit`` characters."""
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _trim_step(window: _Window, excess: int, counter: TokenCounter) -> bool:
+    """Give up one piece, in the order of least value; False when nothing is left to give.
+
+    Order: topic context (see ``_trim_topics``), then older unsplit messages (oldest first),
+    then the recent messages are shortened (oldest first; they stay in the window by id, their
+    full text stays stored).
+    """
+    if _trim_topics(window, counter):
         return True
     if window.unsplit:
         dropped = window.unsplit.pop(0)

@@ -91,7 +91,14 @@ class SectionTokens(TypedDict):
 class TrimRecord(TypedDict):
     """Something the assembler left out or shortened to stay within the budget."""
 
-    kind: Literal["topic_result", "referenced_message", "unsplit_message", "recent_truncated"]
+    kind: Literal[
+        "topic_summary",
+        "topic_brief",
+        "referenced_message",
+        "topic_result",
+        "unsplit_message",
+        "recent_truncated",
+    ]
     id: str
     tokens: int
 

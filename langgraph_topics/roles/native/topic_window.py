@@ -15,12 +15,15 @@ under the 0.3 reference threshold, clearly related material at 0.55 or more.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from langgraph_topics.keywords import extract_keywords, keyword_overlap
+from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.roles.native.calibration import calibrate
 from langgraph_topics.roles.native.text import clip, is_chinese, message_text, split_sentences
 from langgraph_topics.roles.native.vectors import Matrix, Vector, VectorCache
@@ -34,6 +37,7 @@ _REFERENCE_FLOOR = 0.3
 _RELATIVE_FLOOR = 0.7
 """Referenced messages also score at least this share of the best message."""
 _SENTENCE_CHARS = 240
+_RRF_K = 60
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class NativeTopicWindow:
         embedder: Embedder,
         *,
         reference_threshold: float = 0.3,
-        max_references: int = 8,
+        max_references: int = 24,
         summary_chars: int = 2000,
         user_weight: float = 0.6,
         tail_messages: int = 6,
@@ -87,6 +91,8 @@ class NativeTopicWindow:
         # Queries and briefs are shared by all topics of a turn: cached so one turn embeds them
         # once, not once per topic window.
         self.text_cache = VectorCache(embedder, max_entries=4096)
+        self._lexical_indexes: dict[str, tuple[tuple[str, int, str], BM25]] = {}
+        self._lexical_lock = threading.Lock()
 
     def evaluate(
         self,
@@ -123,7 +129,12 @@ class NativeTopicWindow:
         if score < self.reference_threshold:
             return _silent(score)
         floor = max(_REFERENCE_FLOOR, _RELATIVE_FLOOR * float(ranked[0]))
-        order = [i for i in np.argsort(-similarities, kind="stable") if similarities[i] >= floor]
+        lexical = self._lexical(topic["id"], scored).scores(sorted(query.keywords))
+        order = [
+            i
+            for i in _fused_order(similarities, lexical)
+            if similarities[i] >= floor or lexical[i] > 0
+        ]
         relevant = [scored[i][0] for i in order]
         references = self._references(relevant, topic_messages)
         # The quoted messages reach the main window verbatim: summarising them again would
@@ -160,29 +171,50 @@ class NativeTopicWindow:
 
     @staticmethod
     def _similarity(vectors: Matrix, query: _Query) -> Vector:
-        """Cosines with each query text, averaged with the query weights (rows are unit)."""
+        """Cosines with the weighted query, or with its first text alone when that is higher.
+
+        The first text is the newest user message: a question about an old event shares
+        nothing with the recent tail, and blending would bury the very messages it asks for.
+        """
         weights = np.asarray(query.weights, dtype=np.float32)
-        return ((vectors @ query.vectors.T) @ weights).astype(np.float32)
+        cosines: Matrix = vectors @ query.vectors.T
+        best: Vector = np.maximum(cosines @ weights, cosines[:, 0]).astype(np.float32)
+        return best
+
+    def _lexical(self, topic_id: str, scored: Sequence[tuple[StoredMessage, str]]) -> BM25:
+        """The topic's BM25 index over keywords, rebuilt only when the topic grew."""
+        key = (topic_id, len(scored), scored[-1][0]["id"])
+        with self._lexical_lock:
+            index = self._lexical_indexes.get(topic_id)
+            if index is not None and index[0] == key:
+                return index[1]
+        built = BM25([sorted(_keywords(text)) for _, text in scored])
+        with self._lexical_lock:
+            self._lexical_indexes[topic_id] = (key, built)
+        return built
 
     def _references(
         self, relevant: Sequence[StoredMessage], topic_messages: Sequence[StoredMessage]
     ) -> list[str]:
-        """Ids of the relevant messages with their unit partners, in chronological order."""
+        """Ids of the relevant messages with their unit partners, most relevant unit first.
+
+        The order lets the assembler drop the least relevant quotes first under its budget.
+        """
         unit_of: dict[str, list[StoredMessage]] = {}
         for unit in group_units(topic_messages):
             for message in unit:
                 unit_of[message["id"]] = unit
-        chosen: set[str] = set()
+        chosen: dict[str, None] = {}
         for message in relevant:
             unit = unit_of.get(message["id"], [message])
-            ids = {m["id"] for m in unit}
-            if len(chosen | ids) <= self.max_references:
-                chosen |= ids
+            ids = [m["id"] for m in unit if m["id"] not in chosen]
+            if len(chosen) + len(ids) <= self.max_references:
+                chosen.update(dict.fromkeys(ids))
             elif not chosen:
                 # The best unit alone is too long (a tool exchange, a long thread of replies):
                 # keep the question that opens it and the message that matched.
-                chosen = {unit[0]["id"], message["id"]}
-        return [m["id"] for m in topic_messages if m["id"] in chosen]
+                chosen.update(dict.fromkeys([unit[0]["id"], message["id"]]))
+        return list(chosen)
 
     def _summary(
         self,
@@ -230,6 +262,21 @@ class NativeTopicWindow:
 @functools.lru_cache(maxsize=65_536)
 def _keywords(text: str) -> frozenset[str]:
     return frozenset(extract_keywords(text))
+
+
+def _fused_order(semantic: Vector, lexical: npt.NDArray[np.float64]) -> list[int]:
+    """Indices by reciprocal-rank fusion (k = 60) of the embedding and BM25 rankings.
+
+    On LoCoMo the fusion of the two beats either alone (see ``benchmarks/README.md``); a message
+    sharing no keyword with the question gets no lexical share.
+    """
+    fused = np.zeros(len(semantic), dtype=np.float64)
+    for rank, index in enumerate(np.argsort(-semantic, kind="stable")):
+        fused[index] += 1.0 / (_RRF_K + rank + 1)
+    for rank, index in enumerate(np.argsort(-lexical, kind="stable")):
+        if lexical[index] > 0:
+            fused[index] += 1.0 / (_RRF_K + rank + 1)
+    return [int(i) for i in np.argsort(-fused, kind="stable")]
 
 
 def _silent(score: float) -> TopicVerdict:
