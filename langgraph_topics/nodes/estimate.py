@@ -116,9 +116,9 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "share": round(share, 4),
         "split": share > settings.split_trigger,
     }
-    return {
+    update: dict[str, Any] = {} if topics == state.get("topics") else {"topics": topics}
+    return update | {
         "messages": [*stamped, *removals],
-        "topics": topics,
         "total_messages": state.get("total_messages", 0) + len(new),
         "last_seen_id": messages[-1].id if messages else state.get("last_seen_id"),
         "turn": state.get("turn", 0) + 1,
