@@ -43,6 +43,20 @@ class _Window:
     recent: list[StoredMessage]
     trimmed: list[TrimRecord] = field(default_factory=list)
     prompt_dir: Path | None = None
+    _costs: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def chat_tokens(self, counter: TokenCounter) -> int:
+        """Tokens of the unsplit and recent messages, each message counted once per text.
+
+        The trim loop asks after every step, and most steps only touch the topic context.
+        """
+        total = 0
+        for message in [*self.unsplit, *self.recent]:
+            key = (message["id"], message["content"])
+            if key not in self._costs:
+                self._costs[key] = message_tokens(message, counter)
+            total += self._costs[key]
+        return total
 
 
 def _system_prompt(window: _Window, language: str) -> str:
@@ -53,9 +67,7 @@ def _system_prompt(window: _Window, language: str) -> str:
 
 
 def _total(window: _Window, language: str, counter: TokenCounter) -> int:
-    return counter(_system_prompt(window, language)) + sum(
-        message_tokens(m, counter) for m in [*window.unsplit, *window.recent]
-    )
+    return counter(_system_prompt(window, language)) + window.chat_tokens(counter)
 
 
 def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> StoredMessage:

@@ -100,7 +100,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     counter = services.token_counter
     kept = [m for m in messages if m.id not in removed]
     language = detect_language((text_of(m) for m in kept[-10:]), settings.language)
-    system_tokens = counter(render_system_prompt([], language))
+    system_tokens = counter(render_system_prompt([], language, settings.prompt_dir))
     previous = state.get("context")
     any_active = any(t["status"] == "active" for t in topics.values())
     topic_tokens = previous["sections"]["topics"] if previous and any_active else 0

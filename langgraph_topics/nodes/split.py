@@ -106,6 +106,7 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
 
     new_topics = {t["key"]: t for t in plan["new_topics"]}
     created: dict[str, str] = {}
+    briefed: set[str] = set()
     grouped: dict[str, list[StoredMessage]] = {}
     for unit, (kind, key) in zip(units, destinations, strict=True):
         if kind == "new" and key not in created:
@@ -113,6 +114,8 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
             first = unit[0].get("timestamp")
             meta = store.create_topic(spec["name"] or "Unsorted", spec["brief"], created_at=first)
             created[key] = meta["id"]
+            if spec["name"] and spec["brief"]:
+                briefed.add(meta["id"])
             events.append(
                 {"kind": "topic_created", "detail": meta["name"], "topic_ids": [meta["id"]]}
             )
@@ -124,13 +127,17 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     for topic_id, messages in grouped.items():
         store.append(topic_id, messages)
         info = topic_info(store, topic_id, "active")
-        try:
-            name, brief = services.roles.brief_writer.write(info, store.messages(topic_id))
-        except Exception as error:
-            log.exception("brief writer failed for %s; keeping the previous brief", topic_id)
-            events.append({"kind": "degraded", "detail": f"brief for {topic_id} kept: {error}"})
+        if topic_id in briefed:
+            # The splitter wrote this new topic's brief from exactly these messages (§6.4).
             name, brief = info["name"], info["brief"]
-        store.set_brief(topic_id, name, brief)
+        else:
+            try:
+                name, brief = services.roles.brief_writer.write(info, store.messages(topic_id))
+            except Exception as error:
+                log.exception("brief writer failed for %s; keeping the previous brief", topic_id)
+                events.append({"kind": "degraded", "detail": f"brief for {topic_id} kept: {error}"})
+                name, brief = info["name"], info["brief"]
+            store.set_brief(topic_id, name, brief)
         stores.topic_index.upsert(topic_id, name, brief, status="active")
         meta = store.meta(topic_id)
         previous = topics.get(topic_id)
