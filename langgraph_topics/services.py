@@ -19,6 +19,12 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from langgraph_topics.retrieval.evidence import EvidenceScorer
+from langgraph_topics.retrieval.message_index import (
+    MessageIndex,
+    OverlayMessageIndex,
+    open_message_index,
+)
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.settings import Settings
 from langgraph_topics.stores.embeddings import UseEmbedder
@@ -39,6 +45,8 @@ class ThreadStores:
 
     topic_store: TopicStore
     topic_index: TopicIndex
+    message_index: MessageIndex
+    """Embeddings and lexical statistics of the split messages (seed 004 §3)."""
 
 
 def thread_directory_name(thread_id: str) -> str:
@@ -59,6 +67,8 @@ class TopicServices:
     open_stores: Callable[[str], ThreadStores]
     """Opens (or creates) the stores of a thread; called once per thread and cached."""
     clock: Callable[[], datetime] = utc_now
+    evidence: EvidenceScorer | None = None
+    """Scores messages for a question (built from ``embedder`` when not given)."""
     role_stats: RoleStatsCollector = field(default_factory=RoleStatsCollector, repr=False)
     """Model-role call records of each thread, drained into the tuning log every turn."""
     record_tuning: bool = True
@@ -91,9 +101,12 @@ class TopicServices:
 
         def open_stores(thread_id: str) -> ThreadStores:
             name = thread_directory_name(thread_id)
+            root = data_dir / "threads" / name
+            topic_store = JsonlTopicStore(root)
             return ThreadStores(
-                topic_store=JsonlTopicStore(data_dir / "threads" / name),
+                topic_store=topic_store,
                 topic_index=ChromaTopicIndex(data_dir / "index", embedder, collection=f"t-{name}"),
+                message_index=open_message_index(root / "retrieval", embedder, topic_store),
             )
 
         return cls(
@@ -104,6 +117,16 @@ class TopicServices:
             open_stores=open_stores,
             clock=clock,
         )
+
+    def __post_init__(self) -> None:
+        if self.evidence is None:
+            self.evidence = EvidenceScorer(self.embedder)
+
+    @property
+    def scorer(self) -> EvidenceScorer:
+        """The evidence scorer (always set after construction)."""
+        assert self.evidence is not None
+        return self.evidence
 
     def stores(self, thread_id: str) -> ThreadStores:
         """The stores of ``thread_id``, opened on first use."""
@@ -124,6 +147,7 @@ class TopicServices:
             return ThreadStores(
                 topic_store=OverlayTopicStore(base.topic_store),
                 topic_index=OverlayTopicIndex(base.topic_index, InMemoryTopicIndex(self.embedder)),
+                message_index=OverlayMessageIndex(base.message_index),
             )
 
         return replace(

@@ -1,4 +1,4 @@
-"""Readers of public conversation data sets (LoCoMo)."""
+"""Readers of public conversation data sets (LoCoMo, and MemoryBank converted to LoCoMo)."""
 
 from langgraph_topics.datasets.locomo import (
     LocomoConversation,
@@ -7,11 +7,13 @@ from langgraph_topics.datasets.locomo import (
     load_locomo,
     normalise_evidence,
 )
+from langgraph_topics.datasets.memorybank import memorybank_to_locomo
 
 __all__ = [
     "LocomoConversation",
     "LocomoQuestion",
     "conversation_messages",
     "load_locomo",
+    "memorybank_to_locomo",
     "normalise_evidence",
 ]

@@ -1,16 +1,33 @@
-"""Assemble the main window within the budget (seed 000 §5)."""
+"""Assemble the main window within the budget (seed 000 §5): one budgeted selection of evidence.
+
+Every candidate piece has a value and a token cost: a quoted message (valued by its relevance,
+which the topic window gives per reference), a quote's unit partner (for back ends that quote
+without message-level scores), an older unsplit message (valued by the same evidence score),
+a topic's brief and its summary. The last ``keep_recent`` messages and the instructions are
+fixed. The budget left is filled by value across all topics, so a strong quote of a weaker
+topic is kept before a weak quote of a stronger one; then the pieces are rendered grouped by
+topic, topics by score (invariant 3), quotes in conversation order under their dates.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
 from langgraph_topics.prompts.language import detect_language
-from langgraph_topics.prompts.main_window import render_system_prompt, render_topic_block
+from langgraph_topics.prompts.main_window import (
+    quote_day,
+    quote_line,
+    render_system_prompt,
+    render_topic_block,
+)
+from langgraph_topics.retrieval.evidence import Evidence
+from langgraph_topics.retrieval.turn_evidence import turn_evidence
+from langgraph_topics.roles.protocols import EvidenceTopicWindow
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import (
     AssembledContext,
@@ -20,54 +37,50 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.units import group_units
 from langgraph_topics.state.working_set import located_in_topics, recent_messages, stored_view
 from langgraph_topics.tokens import TokenCounter, message_tokens
 
 TRUNCATION_MARK = " …[shortened to fit the window; the full text is kept]"
 BRIEF_FLOOR_CHARS = 120
-"""A brief cut to fit the budget keeps its first line, at most this long."""
+"""A brief is shown by its first line, at most this long (the quotes carry the detail)."""
+SUMMARY_VALUE = 0.1
+BRIEF_VALUE = 0.08
+"""Values of a topic's summary and brief, as shares of its score: they fill what room the
+evidence leaves (quotes are the exact evidence; summaries and briefs paraphrase it)."""
+PARTNER_SHARE = 0.5
+"""A unit partner of a quote (its question, its answer) is worth this share of the quote."""
+UNSPLIT_FALLBACK_VALUE = 0.3
+"""Value of an older unsplit message when no evidence scores are at hand (newer ones first)."""
+TRIM_RECORD_LIMIT = 50
+"""The most valuable pieces that gave way are recorded (all of them are counted)."""
+
+PieceKind = Literal["quote", "unsplit", "summary", "brief"]
 
 
 @dataclass
-class _TopicPart:
-    result: TopicResult
-    quoted: list[StoredMessage]
+class _Piece:
+    kind: PieceKind
+    value: float
+    cost: int
+    topic_id: str = ""
+    message: StoredMessage | None = None
+    order: tuple[str, int] = ("", 0)
+    """Conversation order of a message piece: (timestamp, position)."""
 
 
 @dataclass
-class _Window:
-    """The parts of a main window while it is being fitted to the budget."""
-
-    topics: list[_TopicPart]
-    unsplit: list[StoredMessage]
-    recent: list[StoredMessage]
-    trimmed: list[TrimRecord] = field(default_factory=list)
-    prompt_dir: Path | None = None
-    _costs: dict[tuple[str, str], int] = field(default_factory=dict)
-
-    def chat_tokens(self, counter: TokenCounter) -> int:
-        """Tokens of the unsplit and recent messages, each message counted once per text.
-
-        The trim loop asks after every step, and most steps only touch the topic context.
-        """
-        total = 0
-        for message in [*self.unsplit, *self.recent]:
-            key = (message["id"], message["content"])
-            if key not in self._costs:
-                self._costs[key] = message_tokens(message, counter)
-            total += self._costs[key]
-        return total
+class _Selection:
+    chosen: list[_Piece] = field(default_factory=list)
+    given_way: list[_Piece] = field(default_factory=list)
+    opened_topics: set[str] = field(default_factory=set)
+    opened_days: set[tuple[str, str]] = field(default_factory=set)
 
 
-def _system_prompt(window: _Window, language: str) -> str:
-    blocks = [
-        render_topic_block(p.result, p.quoted, language, window.prompt_dir) for p in window.topics
-    ]
-    return render_system_prompt(blocks, language, window.prompt_dir)
-
-
-def _total(window: _Window, language: str, counter: TokenCounter) -> int:
-    return counter(_system_prompt(window, language)) + window.chat_tokens(counter)
+def clip_line(text: str, limit: int = BRIEF_FLOOR_CHARS) -> str:
+    """The first line of a text, at most ``limit`` characters."""
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> StoredMessage:
@@ -84,95 +97,172 @@ def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> Stor
     return {**message, "content": text[:low] + TRUNCATION_MARK}
 
 
-def _trim_topics(window: _Window, counter: TokenCounter) -> bool:
-    """Give up the least valuable piece of topic context, lowest-scoring topic first.
+def _fit_recent(
+    recent: list[StoredMessage], room: int, counter: TokenCounter, trimmed: list[TrimRecord]
+) -> list[StoredMessage]:
+    """Shorten the oldest recent messages until they fit ``room`` (they stay, by id)."""
+    fitted = list(recent)
+    total = sum(message_tokens(m, counter) for m in fitted)
+    for index, message in enumerate(fitted):
+        if total <= room:
+            break
+        if not message["content"]:
+            continue
+        shortened = _shorten(message, total - room, counter)
+        saved = message_tokens(message, counter) - message_tokens(shortened, counter)
+        fitted[index] = shortened
+        total -= saved
+        trimmed.append({"kind": "recent_truncated", "id": message["id"], "tokens": saved})
+    return fitted
 
-    Quoted messages are the exact evidence, so every summary goes first, then every brief is cut
-    to its first line, then quotes (each topic's least relevant first), then whole results.
-    """
-    for part in reversed(window.topics):
-        if part.result["summary"]:
-            window.trimmed.append(
-                {
-                    "kind": "topic_summary",
-                    "id": part.result["topic_id"],
-                    "tokens": counter(part.result["summary"]),
-                }
+
+def _order_key(message: StoredMessage, evidence: Evidence | None) -> tuple[str, int]:
+    position = evidence.position.get(message["id"], 0) if evidence is not None else 0
+    return message.get("timestamp", ""), position
+
+
+def _candidates(
+    results: Sequence[TopicResult],
+    unsplit: Sequence[StoredMessage],
+    lookup: Mapping[str, StoredMessage],
+    partners: Mapping[str, Sequence[StoredMessage]],
+    placed: set[str],
+    evidence: Evidence | None,
+    counter: TokenCounter,
+) -> list[_Piece]:
+    """Every piece that could enter the window, each message once at its best value."""
+    quotes: dict[str, _Piece] = {}
+
+    def offer(message: StoredMessage, topic_id: str, value: float) -> None:
+        if message["id"] in placed:
+            return
+        known = quotes.get(message["id"])
+        if known is None or value > known.value:
+            quotes[message["id"]] = _Piece(
+                "quote",
+                value,
+                counter(quote_line(message) + "\n"),
+                topic_id,
+                message,
+                _order_key(message, evidence),
             )
-            part.result = {**part.result, "summary": ""}
-            return True
-    for part in reversed(window.topics):
-        brief = part.result["brief"]
-        short = clip_line(brief)
-        if short != brief:
-            window.trimmed.append(
-                {
-                    "kind": "topic_brief",
-                    "id": part.result["topic_id"],
-                    "tokens": counter(brief) - counter(short),
-                }
+
+    pieces: list[_Piece] = []
+    for result in results:
+        topic_id = result["topic_id"]
+        relevance = result.get("reference_relevance") or []
+        ids = result["referenced_message_ids"]
+        for place, message_id in enumerate(ids):
+            message = lookup.get(message_id)
+            if message is None:
+                continue
+            value = relevance[place] if place < len(relevance) else result["relevance_score"]
+            offer(message, topic_id, value)
+            for partner in partners.get(message_id, ()):
+                offer(partner, topic_id, PARTNER_SHARE * value)
+        score = result["relevance_score"]
+        if result["summary"]:
+            pieces.append(
+                _Piece("summary", SUMMARY_VALUE * score, counter(result["summary"]) + 2, topic_id)
             )
-            part.result = {**part.result, "brief": short}
-            return True
-    for part in reversed(window.topics):
-        if part.quoted:
-            dropped = part.quoted.pop()
-            window.trimmed.append(
-                {
-                    "kind": "referenced_message",
-                    "id": dropped["id"],
-                    "tokens": message_tokens(dropped, counter),
-                }
-            )
-            return True
-    if window.topics:
-        part = window.topics.pop()
-        window.trimmed.append(
-            {
-                "kind": "topic_result",
-                "id": part.result["topic_id"],
-                "tokens": counter(part.result["name"]),
-            }
+        brief = clip_line(result["brief"])
+        if brief:
+            pieces.append(_Piece("brief", BRIEF_VALUE * score, counter(brief) + 2, topic_id))
+    pieces.extend(quotes.values())
+    for place, message in enumerate(unsplit):
+        value = (
+            evidence.relevance_of(message["id"])
+            if evidence is not None and message["id"] in evidence.position
+            else UNSPLIT_FALLBACK_VALUE * (place + 1) / len(unsplit)
         )
-        return True
-    return False
-
-
-def clip_line(text: str, limit: int = BRIEF_FLOOR_CHARS) -> str:
-    """The first line of a text, at most ``limit`` characters."""
-    line = text.strip().split("\n", 1)[0]
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def _trim_step(window: _Window, excess: int, counter: TokenCounter) -> bool:
-    """Give up one piece, in the order of least value; False when nothing is left to give.
-
-    Order: topic context (see ``_trim_topics``), then older unsplit messages (oldest first),
-    then the recent messages are shortened (oldest first; they stay in the window by id, their
-    full text stays stored).
-    """
-    if _trim_topics(window, counter):
-        return True
-    if window.unsplit:
-        dropped = window.unsplit.pop(0)
-        window.trimmed.append(
-            {
-                "kind": "unsplit_message",
-                "id": dropped["id"],
-                "tokens": message_tokens(dropped, counter),
-            }
-        )
-        return True
-    for index, message in enumerate(window.recent):
-        if message["content"] and not message["content"].endswith(TRUNCATION_MARK):
-            shortened = _shorten(message, excess, counter)
-            window.recent[index] = shortened
-            saved = message_tokens(message, counter) - message_tokens(shortened, counter)
-            window.trimmed.append(
-                {"kind": "recent_truncated", "id": message["id"], "tokens": saved}
+        pieces.append(
+            _Piece(
+                "unsplit",
+                value,
+                message_tokens(message, counter),
+                message=message,
+                order=_order_key(message, evidence),
             )
-            return True
-    return False
+        )
+    return pieces
+
+
+def _select(
+    pieces: list[_Piece],
+    room: int,
+    header_cost: Callable[[str], int],
+    day_cost: Callable[[str], int],
+) -> _Selection:
+    """Take pieces by value (conversation order breaks ties) while they fit ``room``.
+
+    A piece that opens a topic block pays for the block's header, a quote that opens a day
+    within its block pays for the date line.
+    """
+    selection = _Selection()
+    used = 0
+    for piece in sorted(pieces, key=lambda p: (-p.value, p.order)):
+        extra = 0
+        day = ""
+        if piece.kind != "unsplit":
+            if piece.topic_id not in selection.opened_topics:
+                extra += header_cost(piece.topic_id)
+            if piece.kind == "quote" and piece.message is not None:
+                day = quote_day(piece.message)
+                if day and (piece.topic_id, day) not in selection.opened_days:
+                    extra += day_cost(day)
+        if used + piece.cost + extra > room:
+            selection.given_way.append(piece)
+            continue
+        used += piece.cost + extra
+        selection.chosen.append(piece)
+        if piece.kind != "unsplit":
+            selection.opened_topics.add(piece.topic_id)
+            if day:
+                selection.opened_days.add((piece.topic_id, day))
+    return selection
+
+
+def _render(
+    ranked: Sequence[TopicResult],
+    chosen: Sequence[_Piece],
+    language: str,
+    prompt_dir: Path | None,
+) -> tuple[str, list[StoredMessage], list[str]]:
+    """The system prompt, the quoted messages (in rendered order) and the topics shown."""
+    blocks: list[str] = []
+    quoted: list[StoredMessage] = []
+    shown: list[str] = []
+    for result in ranked:
+        mine = [p for p in chosen if p.topic_id == result["topic_id"] and p.kind != "unsplit"]
+        if not mine:
+            continue
+        quotes = sorted((p for p in mine if p.kind == "quote"), key=lambda p: p.order)
+        messages = [p.message for p in quotes if p.message is not None]
+        kinds = {p.kind for p in mine}
+        blocks.append(
+            render_topic_block(
+                result,
+                messages,
+                language,
+                prompt_dir,
+                brief=clip_line(result["brief"]) if "brief" in kinds else "",
+                summary=result["summary"] if "summary" in kinds else "",
+            )
+        )
+        quoted.extend(messages)
+        shown.append(result["topic_id"])
+    return render_system_prompt(blocks, language, prompt_dir), quoted, shown
+
+
+def _trim_record(piece: _Piece) -> TrimRecord:
+    kinds: dict[PieceKind, Any] = {
+        "quote": "referenced_message",
+        "unsplit": "unsplit_message",
+        "summary": "topic_summary",
+        "brief": "topic_brief",
+    }
+    identifier = piece.message["id"] if piece.message is not None else piece.topic_id
+    return {"kind": kinds[piece.kind], "id": identifier, "tokens": piece.cost}
 
 
 def assemble_window(
@@ -187,16 +277,32 @@ def assemble_window(
     language: str,
     counter: TokenCounter,
     prompt_dir: Path | None = None,
+    evidence: Evidence | None = None,
+    partners: Mapping[str, Sequence[StoredMessage]] | None = None,
 ) -> AssembledContext:
-    """Build the main window: topic results by score, unsplit messages, the recent ones.
+    """Build the main window: the best evidence that fits, the unsplit and recent messages.
 
-    No message appears twice: a quoted message already in the chat part is not quoted again,
-    and one quoted by two topics is quoted by the higher-scoring one.
+    Args:
+        working: The working set, in conversation order (the newest message last).
+        located: Working-set ids already split (shown neither as unsplit nor as quotes).
+        results: This turn's topic results.
+        lookup: The referenced messages (and partners) by id.
+        budget: The window's token budget (never exceeded).
+        keep_recent: How many of the newest messages are always in the window.
+        reference_threshold: Results scoring under it are not shown.
+        language: Prompt language.
+        counter: Token counter.
+        prompt_dir: Prompt overrides.
+        evidence: Message scores of this turn (values the older unsplit messages).
+        partners: Unit partners of a referenced message, offered at half its value.
+
+    Returns:
+        The assembled context; ``trimmed`` lists the most valuable pieces that gave way.
     """
     recent = recent_messages(working, keep_recent)
     older = working[: len(working) - len(recent)]
     unsplit = [m for m in older if m["id"] not in located]
-    placed = {m["id"] for m in [*unsplit, *recent]}
+    placed = {m["id"] for m in recent}
     ranked = sorted(
         (
             r
@@ -206,30 +312,61 @@ def assemble_window(
         ),
         key=lambda r: (-r["relevance_score"], r["topic_id"]),
     )
-    parts: list[_TopicPart] = []
+    trimmed: list[TrimRecord] = []
+    base_prompt = render_system_prompt([], language, prompt_dir)
+    base_tokens = counter(base_prompt)
+    recent = _fit_recent(recent, budget - base_tokens, counter, trimmed)
+    recent_tokens = sum(message_tokens(m, counter) for m in recent)
+    room = budget - base_tokens - recent_tokens
+    names = {r["topic_id"]: r for r in ranked}
+
+    def header_cost(topic_id: str) -> int:
+        block = render_topic_block(names[topic_id], [], language, prompt_dir)
+        return counter(block) + 1
+
+    def day_cost(day: str) -> int:
+        return counter(f"[{day}]\n")
+
+    pieces = _candidates(ranked, unsplit, lookup, partners or {}, placed, evidence, counter)
+    # Unsplit messages are not quoted again by a topic (a crash leaves no such overlap, but
+    # a message must never appear twice).
+    unsplit_ids = {m["id"] for m in unsplit}
+    pieces = [
+        p
+        for p in pieces
+        if p.kind == "unsplit" or p.message is None or p.message["id"] not in unsplit_ids
+    ]
+    selection = _select(pieces, max(0, room), header_cost, day_cost)
+    system_prompt, quoted, shown = _render(ranked, selection.chosen, language, prompt_dir)
+    chosen_unsplit = sorted(
+        (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
+    )
+    chat = [p.message for p in chosen_unsplit if p.message is not None] + recent
+    total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
+    # Costs were counted piece by piece; a tokenizer that merges across piece boundaries can
+    # differ by a few tokens, so the least valuable pieces give way until the total fits.
+    while total > budget and selection.chosen:
+        dropped = min(selection.chosen, key=lambda p: (p.value, p.order))
+        selection.chosen.remove(dropped)
+        selection.given_way.append(dropped)
+        system_prompt, quoted, shown = _render(ranked, selection.chosen, language, prompt_dir)
+        chosen_unsplit = sorted(
+            (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
+        )
+        chat = [p.message for p in chosen_unsplit if p.message is not None] + recent
+        total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
+
+    given_way = sorted(selection.given_way, key=lambda p: -p.value)
+    trimmed.extend(_trim_record(p) for p in given_way[:TRIM_RECORD_LIMIT])
     for result in ranked:
-        quoted = [
-            lookup[i] for i in result["referenced_message_ids"] if i in lookup and i not in placed
-        ]
-        placed.update(m["id"] for m in quoted)
-        parts.append(_TopicPart(result, quoted))
-    window = _Window(parts, list(unsplit), list(recent), prompt_dir=prompt_dir)
-
-    total = _total(window, language, counter)
-    while total > budget and _trim_step(window, total - budget, counter):
-        total = _total(window, language, counter)
-
-    system_prompt = _system_prompt(window, language)
-    base_tokens = counter(render_system_prompt([], language, prompt_dir))
+        if result["topic_id"] not in shown:
+            trimmed.append({"kind": "topic_result", "id": result["topic_id"], "tokens": 0})
     system_tokens = counter(system_prompt)
-    unsplit_tokens = sum(message_tokens(m, counter) for m in window.unsplit)
-    recent_tokens = sum(message_tokens(m, counter) for m in window.recent)
-    referenced = [m for part in window.topics for m in part.quoted]
-    chat = [*window.unsplit, *window.recent]
+    unsplit_tokens = sum(message_tokens(m, counter) for m in chat[: len(chat) - len(recent)])
     return {
         "messages": chat,
-        "referenced_messages": referenced,
-        "message_ids": [m["id"] for m in [*referenced, *chat]],
+        "referenced_messages": quoted,
+        "message_ids": [m["id"] for m in [*quoted, *chat]],
         "recent_ids": [m["id"] for m in recent],
         "system_prompt": system_prompt,
         "tokens": system_tokens + unsplit_tokens + recent_tokens,
@@ -240,37 +377,64 @@ def assemble_window(
             "unsplit": unsplit_tokens,
             "recent": recent_tokens,
         },
-        "topic_ids": [part.result["topic_id"] for part in window.topics],
-        "trimmed": window.trimmed,
+        "topic_ids": shown,
+        "trimmed": trimmed,
+        "given_way": len(selection.given_way),
     }
+
+
+def _unit_partners(
+    results: Sequence[TopicResult], topic_messages: Callable[[str], list[StoredMessage]]
+) -> dict[str, list[StoredMessage]]:
+    """For each referenced message, the other messages of its unit (question, answers, tools)."""
+    partners: dict[str, list[StoredMessage]] = {}
+    for result in results:
+        if not result["referenced_message_ids"]:
+            continue
+        wanted = set(result["referenced_message_ids"])
+        for unit in group_units(topic_messages(result["topic_id"])):
+            for message in unit:
+                if message["id"] in wanted:
+                    partners[message["id"]] = [m for m in unit if m["id"] != message["id"]]
+    return partners
 
 
 def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Assemble this turn's main window from the topic results and the working set."""
     services = services_of(runtime)
     settings = services.settings
-    store = services.stores(thread_id_of(runtime)).topic_store
+    thread_id = thread_id_of(runtime)
+    store = services.stores(thread_id).topic_store
     working = stored_view(state["messages"])
     results = list((state.get("topic_results") or {}).values())
     wanted = [i for r in results for i in r["referenced_message_ids"]]
+    evidence = turn_evidence(services, thread_id, working)
+    # Back ends that score every message (the native one) already value a quote's neighbours
+    # on their own; a model's references are completed with their unit partners.
+    partners: dict[str, list[StoredMessage]] = {}
+    if not isinstance(services.roles.topic_window, EvidenceTopicWindow):
+        partners = _unit_partners(results, store.messages)
+    lookup = store.get_messages(wanted)
     context = assemble_window(
         working,
         located_in_topics((m["id"] for m in working), store),
         results,
-        store.get_messages(wanted),
+        lookup,
         budget=settings.budget_tokens,
         keep_recent=settings.keep_recent,
         reference_threshold=settings.reference_threshold,
         language=detect_language((m["content"] for m in working[-10:]), settings.language),
         counter=services.token_counter,
         prompt_dir=settings.prompt_dir,
+        evidence=evidence,
+        partners=partners,
     )
     update: dict[str, Any] = {"context": context}
-    if context["trimmed"]:
+    if context["given_way"]:
         kinds = sorted({t["kind"] for t in context["trimmed"]})
         event: TurnEvent = {
             "kind": "trimmed",
-            "detail": f"{len(context['trimmed'])} pieces left"
+            "detail": f"{context['given_way']} pieces left"
             f" out to fit {settings.budget_tokens} tokens ({', '.join(kinds)})",
         }
         update["events"] = [event]

@@ -154,6 +154,10 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
             "message_count": meta["message_count"],
         }
 
+    # Indexed once, now, in conversation order (seed 004 §3): no later turn re-embeds them.
+    destination = {m["id"]: topic_id for topic_id, ms in grouped.items() for m in ms}
+    stores.message_index.add(candidates, [destination[m["id"]] for m in candidates])
+
     events.insert(
         0,
         {

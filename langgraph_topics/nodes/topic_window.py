@@ -8,6 +8,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from langgraph_topics.retrieval.turn_evidence import turn_evidence
+from langgraph_topics.roles.protocols import EvidenceTopicWindow, TopicVerdict
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.services import TopicContext, services_of
 from langgraph_topics.state.records import TopicResult, TurnEvent
@@ -28,6 +30,24 @@ def clamp_score(value: object) -> float:
     return 0.0 if math.isnan(score) else min(1.0, max(0.0, score))
 
 
+def reference_relevance(verdict: TopicVerdict, score: float) -> dict[str, float]:
+    """Each referenced id's relevance in [0, 1]: the back end's, or derived from its order.
+
+    A back end that gives none (a model lists its references best first) gets the topic score
+    for its first reference, falling linearly to half of it for the last, so quotes of
+    different topics compare by topic score first and by the model's order within a topic.
+    """
+    ids = verdict["referenced_message_ids"]
+    given = verdict.get("reference_relevance")
+    if given is not None and len(given) == len(ids):
+        return {i: clamp_score(value) for i, value in zip(ids, given, strict=True)}
+    last = max(1, len(ids) - 1)
+    derived: dict[str, float] = {}
+    for place, message_id in enumerate(ids):
+        derived.setdefault(message_id, score * (1.0 - 0.5 * place / last))
+    return derived
+
+
 def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Score the topic and pick the messages the main window needs.
 
@@ -39,8 +59,13 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     store = services.stores(task["thread_id"]).topic_store
     info = topic_info(store, task["topic_id"], "active")
     topic_messages = store.messages(task["topic_id"])
+    window = services.roles.topic_window
     try:
-        verdict = services.roles.topic_window.evaluate(info, topic_messages, task["unsplit"])
+        if isinstance(window, EvidenceTopicWindow):
+            evidence = turn_evidence(services, task["thread_id"], task["unsplit"])
+            verdict = window.evaluate_with_evidence(info, topic_messages, task["unsplit"], evidence)
+        else:
+            verdict = window.evaluate(info, topic_messages, task["unsplit"])
     except Exception as error:
         log.exception("topic window failed for %s; left out of this turn", task["topic_id"])
         event: TurnEvent = {
@@ -52,6 +77,7 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
 
     score = clamp_score(verdict["relevance_score"])
     own_ids = {m["id"] for m in topic_messages}
+    relevance = reference_relevance(verdict, score)
     references = list(dict.fromkeys(i for i in verdict["referenced_message_ids"] if i in own_ids))
     summary = verdict["summary"]
     if score < settings.reference_threshold:
@@ -67,6 +93,7 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
         "relevance_score": score,
         "referenced_message_ids": references,
         "summary": summary,
+        "reference_relevance": [relevance[i] for i in references],
         "round": task["round"],
     }
     dropped = len(verdict["referenced_message_ids"]) - len(references)

@@ -40,8 +40,13 @@ class PromptFile:
         missing = [v for v in self.variables if v not in values]
         if missing:
             raise KeyError(f"prompt {self.name}/{self.language} needs {', '.join(missing)}")
-        template = PromptTemplate.from_template(self.template)
-        return template.format(**{v: values[v] for v in self.variables})
+        return _compiled(self.template).format(**{v: values[v] for v in self.variables})
+
+
+@lru_cache(maxsize=256)
+def _compiled(template: str) -> PromptTemplate:
+    """The template parsed once: the assembler renders topic blocks many times a turn."""
+    return PromptTemplate.from_template(template)
 
 
 def parse_prompt(name: str, language: str, text: str, source: str) -> PromptFile:

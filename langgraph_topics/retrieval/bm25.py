@@ -1,6 +1,8 @@
-"""Okapi BM25 (k1 = 1.5, b = 0.75, Lucene's non-negative idf).
+"""Okapi BM25 (k1 = 1.5, b = 0.75, Lucene's non-negative idf), growing one document at a time.
 
-Shared by the native topic window and the benchmark baselines.
+Shared by the per-thread retrieval index and the benchmark baselines. Documents are appended
+(a split adds messages to the index), so document frequencies and postings are kept up to date
+incrementally and idf is computed at query time: adding a document never rebuilds the index.
 """
 
 from __future__ import annotations
@@ -8,56 +10,111 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 _WORD = re.compile(r"[^\W_]+")
+_CJK_CHAR = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased letter/digit runs (no stemming, no stop list: idf discounts common words)."""
-    return _WORD.findall(text.lower())
+    """Lower-cased letter/digit runs, Chinese characters one by one (no stemming, no stop list).
+
+    The plain tokenizer of the retrieval baselines: Latin text as the reference figures count
+    it, and Chinese, which has no spaces, one character a token instead of a whole clause.
+    """
+    spaced = _CJK_CHAR.sub(lambda match: f" {match.group(0)} ", text.lower())
+    return _WORD.findall(spaced)
 
 
 class BM25:
-    """A BM25 index over tokenised documents.
+    """A BM25 index over tokenised documents that new documents can join.
 
     Args:
-        documents: One token list per document.
+        documents: One token list per document (more can be added with :meth:`add`).
         k1: Term-frequency saturation.
         b: Length normalisation.
     """
 
-    def __init__(self, documents: Sequence[Sequence[str]], *, k1: float = 1.5, b: float = 0.75):
+    def __init__(
+        self, documents: Iterable[Sequence[str]] = (), *, k1: float = 1.5, b: float = 0.75
+    ) -> None:
         self.k1 = k1
         self.b = b
-        self.count = len(documents)
-        lengths = np.array([len(d) for d in documents], dtype=np.float64)
-        average = float(lengths.mean()) if self.count and lengths.sum() else 1.0
-        self._norm = k1 * (1 - b + b * lengths / average)
-        frequency = Counter(term for document in documents for term in set(document))
-        # log(1 + …) keeps idf positive, so a term in most documents still counts a little.
-        self.idf = {
-            term: math.log(1 + (self.count - n + 0.5) / (n + 0.5)) for term, n in frequency.items()
-        }
+        self.count = 0
+        self._lengths: list[int] = []
+        self._total_length = 0
+        self._frequency: Counter[str] = Counter()
         self._postings: dict[str, list[tuple[int, int]]] = {}
-        for index, document in enumerate(documents):
-            for term, tf in Counter(document).items():
-                self._postings.setdefault(term, []).append((index, tf))
+        self._norm_cache: npt.NDArray[np.float64] | None = None
+        for document in documents:
+            self.add(document)
+
+    def add(self, document: Sequence[str]) -> int:
+        """Append one document; returns its index."""
+        index = self.count
+        self.count += 1
+        self._lengths.append(len(document))
+        self._total_length += len(document)
+        for term, tf in Counter(document).items():
+            self._frequency[term] += 1
+            self._postings.setdefault(term, []).append((index, tf))
+        self._norm_cache = None
+        return index
+
+    def idf(self, term: str) -> float:
+        """``log(1 + (N − n + 0.5) / (n + 0.5))``: positive even for a term in most documents."""
+        n = self._frequency.get(term, 0)
+        return math.log(1 + (self.count - n + 0.5) / (n + 0.5)) if n else 0.0
+
+    def _norm(self) -> npt.NDArray[np.float64]:
+        if self._norm_cache is None or len(self._norm_cache) != self.count:
+            lengths = np.asarray(self._lengths, dtype=np.float64)
+            average = self._total_length / self.count if self.count and self._total_length else 1.0
+            self._norm_cache = self.k1 * (1 - self.b + self.b * lengths / average)
+        return self._norm_cache
 
     def scores(self, query: Sequence[str]) -> npt.NDArray[np.float64]:
         """The BM25 score of every document for the query tokens (repeats count again)."""
         out = np.zeros(self.count, dtype=np.float64)
+        norm = self._norm()
         for term in query:
-            idf = self.idf.get(term)
-            if idf is None:
+            postings = self._postings.get(term)
+            if not postings:
                 continue
-            for index, tf in self._postings[term]:
-                out[index] += idf * tf * (self.k1 + 1) / (tf + self._norm[index])
+            idf = self.idf(term)
+            indices = np.fromiter((i for i, _ in postings), dtype=np.int64, count=len(postings))
+            tf = np.fromiter((f for _, f in postings), dtype=np.float64, count=len(postings))
+            out[indices] += idf * tf * (self.k1 + 1) / (tf + norm[indices])
         return out
 
     def order(self, query: Sequence[str]) -> list[int]:
         """Document indices by score, best first; ties (and zero scores) in document order."""
         return [int(i) for i in np.argsort(-self.scores(query), kind="stable")]
+
+
+def score_documents(
+    index: BM25, query: Sequence[str], documents: Sequence[Sequence[str]]
+) -> npt.NDArray[np.float64]:
+    """BM25 scores of documents outside the index, with the index's idf and average length.
+
+    For messages not indexed yet (the unsplit ones): they are scored on the thread's statistics
+    so that their scores compare with the indexed messages' scores.
+    """
+    out = np.zeros(len(documents), dtype=np.float64)
+    if not documents:
+        return out
+    average = index._total_length / index.count if index.count and index._total_length else 0.0
+    if not average:
+        average = float(np.mean([len(d) for d in documents])) or 1.0
+    idf = {term: index.idf(term) or math.log(1 + (index.count + 0.5) / 0.5) for term in query}
+    for position, document in enumerate(documents):
+        counts = Counter(document)
+        norm = index.k1 * (1 - index.b + index.b * len(document) / average)
+        for term in query:
+            tf = counts.get(term, 0)
+            if tf:
+                out[position] += idf[term] * tf * (index.k1 + 1) / (tf + norm)
+    return out

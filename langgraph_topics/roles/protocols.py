@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypedDict
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from langgraph_topics.state.records import AssembledContext, StoredMessage, TopicStatus
+
+if TYPE_CHECKING:
+    from langgraph_topics.retrieval.evidence import Evidence
 
 
 class TopicInfo(TypedDict):
@@ -54,6 +57,8 @@ class TopicVerdict(TypedDict):
     relevance_score: float
     referenced_message_ids: list[str]
     summary: str
+    reference_relevance: NotRequired[list[float]]
+    """Relevance in [0, 1] of each referenced message, in the order of the ids (optional)."""
 
 
 class RoutedTopic(TypedDict):
@@ -92,6 +97,26 @@ class TopicWindow(Protocol):
         unsplit: Sequence[StoredMessage],
     ) -> TopicVerdict:
         """Score the topic's relevance and pick the messages the main window needs."""
+        ...
+
+
+@runtime_checkable
+class EvidenceTopicWindow(Protocol):
+    """A topic window that can use the turn's precomputed message evidence.
+
+    The node passes the thread-wide scores of the turn (seed 004 §3: history indexed once),
+    so such a back end neither embeds the topic's messages again nor scores them apart from
+    the other topics.
+    """
+
+    def evaluate_with_evidence(
+        self,
+        topic: TopicInfo,
+        topic_messages: Sequence[StoredMessage],
+        unsplit: Sequence[StoredMessage],
+        evidence: Evidence,
+    ) -> TopicVerdict:
+        """Like ``TopicWindow.evaluate``, with each message's relevance to the question."""
         ...
 
 

@@ -75,6 +75,9 @@ class TopicResult(TypedDict):
     """Empty when the score is under the reference threshold (0.3)."""
     summary: str
     """Empty when the score is under the reference threshold (0.3)."""
+    reference_relevance: NotRequired[list[float]]
+    """Relevance in [0, 1] of each referenced message, aligned with the ids: what the
+    assembler weighs quotes of different topics by."""
     round: int
     """Which pass of this turn produced it: 0 for the first fan-out, n for the n-th activation."""
 
@@ -122,6 +125,9 @@ class AssembledContext(TypedDict):
     topic_ids: list[str]
     """Topics whose results made it into the window, highest score first."""
     trimmed: list[TrimRecord]
+    """The most valuable pieces that gave way to the budget (and shortened recent messages)."""
+    given_way: NotRequired[int]
+    """How many candidate pieces gave way in all."""
 
 
 class TurnEvent(TypedDict):

@@ -17,6 +17,15 @@ from langgraph_topics.settings import Settings
 from langgraph_topics.stores.protocols import Embedder
 
 
+def references_for_budget(budget_tokens: int) -> int:
+    """How many messages a native topic window offers: enough to fill the window alone.
+
+    The assembler picks among every topic's offers by value, so a topic offers about as many
+    messages as the budget could hold (a message takes some 30 tokens), between 24 and 200.
+    """
+    return max(24, min(200, budget_tokens // 30))
+
+
 def native_roles(embedder: Embedder, settings: Settings | None = None) -> Roles:
     """Build the five native back ends around one embedder.
 
@@ -35,6 +44,7 @@ def native_roles(embedder: Embedder, settings: Settings | None = None) -> Roles:
             embedder,
             reference_threshold=settings.reference_threshold if settings is not None else 0.3,
             summary_chars=settings.summary_soft_limit_chars if settings is not None else 2000,
+            max_references=references_for_budget(settings.budget_tokens if settings else 8000),
         ),
         brief_writer=NativeBriefWriter(embedder, brief_bytes=brief_bytes),
         index_router=NativeIndexRouter(),

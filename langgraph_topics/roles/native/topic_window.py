@@ -15,9 +15,11 @@ under the 0.3 reference threshold, clearly related material at 0.55 or more.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -32,12 +34,27 @@ from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.units import group_units
 from langgraph_topics.stores.protocols import Embedder
 
+if TYPE_CHECKING:
+    from langgraph_topics.retrieval.evidence import Evidence
+
 _REFERENCE_FLOOR = 0.3
 """Raw similarity under which a message is never referenced, however good the rest is."""
 _RELATIVE_FLOOR = 0.7
 """Referenced messages also score at least this share of the best message."""
 _SENTENCE_CHARS = 240
 _RRF_K = 60
+_RANK_FLOOR_SCALE = 10.0
+"""How fast the rank floor of a topic's score fades with its best message's thread-wide rank."""
+
+
+def rank_floor(best_rank: int) -> float:
+    """The least score of a topic whose best message has this thread-wide rank.
+
+    A topic holding one of the thread's best-matching messages is relevant to the question
+    whatever its other messages say: 0.8 for the best message of the thread, 0.48 for the
+    eleventh, nearly the reference threshold from the fiftieth on.
+    """
+    return 0.3 + 0.5 * math.exp(-best_rank / _RANK_FLOOR_SCALE)
 
 
 @dataclass(frozen=True)
@@ -145,6 +162,53 @@ class NativeTopicWindow:
         return {
             "relevance_score": score,
             "referenced_message_ids": references,
+            "summary": self._summary(topic, rest, query, topic_messages),
+        }
+
+    def evaluate_with_evidence(
+        self,
+        topic: TopicInfo,
+        topic_messages: Sequence[StoredMessage],
+        unsplit: Sequence[StoredMessage],
+        evidence: Evidence,
+    ) -> TopicVerdict:
+        """Score the topic from the turn's precomputed evidence; reference its best messages.
+
+        The score is the calibrated cosine evidence of :meth:`evaluate` (read from the index,
+        not embedded again), raised to :func:`rank_floor` of the topic's best message. The
+        references are the topic's messages in thread-wide evidence order, each with its
+        relevance, so the assembler can weigh them against other topics' quotes.
+        """
+        ids = [m["id"] for m in topic_messages if m["id"] in evidence.position]
+        if not ids or not evidence.query:
+            return self.evaluate(topic, topic_messages, unsplit)
+        positions = np.asarray([evidence.position[i] for i in ids])
+        dense = np.sort(evidence.dense[positions])[::-1]
+        runners_up = float(dense[:3].mean())
+        brief = f"{topic['name']}\n{topic['brief']}".strip()
+        described = runners_up
+        if brief:
+            vector = self.text_cache.embed([(brief, brief)])[0]
+            described = float(vector @ evidence.query_vector)
+        raw = 0.5 * float(dense[0]) + 0.3 * runners_up + 0.2 * described
+        best_rank = int(evidence.rank[positions].min())
+        score = round(max(calibrate(raw), rank_floor(best_rank)), 4)
+        if score < self.reference_threshold:
+            return _silent(score)
+        ranked = evidence.ranked(ids)
+        references = ranked[: self.max_references]
+        by_id = {m["id"]: m for m in topic_messages}
+        query = _Query(
+            vectors=evidence.query_vector.reshape(1, -1),
+            weights=(1.0,),
+            keywords=frozenset(extract_keywords(evidence.query)),
+            chinese=is_chinese([evidence.query]),
+        )
+        rest = [by_id[i] for i in ranked[self.max_references : 2 * self.max_references]]
+        return {
+            "relevance_score": score,
+            "referenced_message_ids": references,
+            "reference_relevance": [round(evidence.relevance_of(i), 4) for i in references],
             "summary": self._summary(topic, rest, query, topic_messages),
         }
 

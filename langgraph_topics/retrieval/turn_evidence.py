@@ -1,0 +1,32 @@
+"""The evidence of one turn: the thread's messages scored for the newest user message."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langgraph_topics.retrieval.evidence import Evidence
+from langgraph_topics.roles.native.text import message_text
+from langgraph_topics.services import TopicServices
+from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.state.working_set import unsplit_messages
+
+
+def question_of(working: Sequence[StoredMessage]) -> str:
+    """The newest user message's text ('' when the working set has none)."""
+    for message in reversed(working):
+        if message["role"] == "user":
+            return message_text(message)
+    return ""
+
+
+def turn_evidence(
+    services: TopicServices, thread_id: str, working: Sequence[StoredMessage]
+) -> Evidence:
+    """Score every message of the thread (split and unsplit) for this turn's question.
+
+    Every caller of one turn passes the same working set, so the topic windows and the
+    assembler share one computation.
+    """
+    stores = services.stores(thread_id)
+    unsplit = unsplit_messages(working, stores.topic_store)
+    return services.scorer.score(stores.message_index, question_of(working), unsplit)
