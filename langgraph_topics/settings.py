@@ -48,6 +48,14 @@ class Settings:
     split_trigger: float = 0.7
     """Split first when the estimated main window passes this share of the budget (§4.1)."""
     keep_recent: int = 20
+    min_split_messages: int = 8
+    """A split waits until at least this many messages are older than the last ``keep_recent``.
+
+    When the last 20 messages alone pass the trigger (small budgets), every turn would
+    otherwise split one exchange at a time, scattering one subject over many tiny topics; the
+    few older messages waiting meanwhile stay in the working set and compete for the window
+    by value like any other evidence.
+    """
     """The last N messages always stay in the main window (§4.3)."""
     reference_threshold: float = 0.3
     """Under this score a topic result carries no references and no summary (§4.2)."""
@@ -92,6 +100,10 @@ class Settings:
             raise ValueError(f"split_trigger must be in (0, 1], got {self.split_trigger}")
         if not self.min_active <= self.default_active <= self.max_active:
             raise ValueError("need min_active <= default_active <= max_active")
+        if self.min_split_messages < 1:
+            raise ValueError(
+                f"min_split_messages must be at least 1, got {self.min_split_messages}"
+            )
         if self.budget_tokens <= 0:
             raise ValueError(f"budget_tokens must be positive, got {self.budget_tokens}")
         unknown = sorted(set(self.role_models) - set(ROLE_NAMES))

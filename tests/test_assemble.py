@@ -61,37 +61,54 @@ def test_results_sorted_by_score_and_no_message_twice() -> None:
     assert [m["id"] for m in window["referenced_messages"]] == ["m101", "m102", "m103", "m100"]
     assert window["recent_ids"] == [f"m{i}" for i in range(5, 25)]
     assert window["message_ids"][-20:] == window["recent_ids"]
-    assert window["system_prompt"].index("## Topic: high") < window["system_prompt"].index(
-        "## Topic: mid"
+    assert window["system_prompt"].index("## high (high)") < window["system_prompt"].index(
+        "## mid (mid)"
     )
     assert window["tokens"] == COUNTER(window["system_prompt"]) + sum(
         message_tokens(m, COUNTER) for m in window["messages"]
     )
 
 
-def test_lowest_scoring_results_give_way_first() -> None:
+def test_pieces_give_way_by_value_across_topics() -> None:
     long = "detail " * 120
     stored = [_message(100 + i, long) for i in range(6)]
     working = [_message(i) for i in range(20)]
     results = [
-        _result("a", 0.9, ["m100", "m101"]),
-        _result("b", 0.7, ["m102", "m103"]),
-        _result("c", 0.5, ["m104", "m105"]),
+        {**_result("a", 0.9, ["m100", "m101"]), "reference_relevance": [0.9, 0.2]},
+        {**_result("b", 0.7, ["m102", "m103"]), "reference_relevance": [0.8, 0.3]},
+        {**_result("c", 0.5, ["m104", "m105"]), "reference_relevance": [0.7, 0.1]},
     ]
     full = _window(working, results, stored, budget=100_000)
-    budget = full["tokens"] - 400
+    assert {m["id"] for m in full["referenced_messages"]} == {f"m{100 + i}" for i in range(6)}
+    budget = full["tokens"] - 370  # room for three of the six quotes
     window = _window(working, results, stored, budget=budget)
     assert window["tokens"] <= budget
+    quoted = {m["id"] for m in window["referenced_messages"]}
+    # The strong quote of the weakest topic outlives the weak quotes of the stronger ones.
+    assert {"m100", "m102", "m104"} <= quoted
     trimmed = [(t["kind"], t["id"]) for t in window["trimmed"]]
-    # Summaries go first (lowest score first), then briefs, then quotes of the lowest topic.
-    assert trimmed[:3] == [("topic_summary", "c"), ("topic_summary", "b"), ("topic_summary", "a")]
-    phases = ["topic_summary", "topic_brief", "referenced_message", "topic_result"]
-    assert [phases.index(k) for k, _ in trimmed] == sorted(phases.index(k) for k, _ in trimmed)
-    quotes = [i for k, i in trimmed if k == "referenced_message"]
-    assert quotes and quotes[0] == "m105"  # the lowest topic's least relevant quote
-    assert "m100" not in quotes  # the best topic's best quote survives
+    assert ("referenced_message", "m105") in trimmed
+    assert window["topic_ids"] == ["a", "b", "c"]  # blocks still by topic score
     assert window["recent_ids"] == [m["id"] for m in working]
     assert set(window["recent_ids"]) <= set(window["message_ids"])
+
+
+def test_quotes_render_in_conversation_order_under_their_dates() -> None:
+    stored = [
+        {**_message(100, "we booked the ryokan"), "timestamp": "2024-03-02T10:00:00"},
+        {**_message(101, "the train leaves at nine"), "timestamp": "2024-03-01T09:00:00"},
+        {**_message(102, "pack the rail pass"), "timestamp": "2024-03-02T11:00:00"},
+    ]
+    result = {
+        **_result("trip", 0.8, ["m100", "m102", "m101"]),
+        "reference_relevance": [0.9, 0.8, 0.7],
+    }
+    window = _window([_message(i) for i in range(20)], [result], stored, budget=100_000)
+    prompt = window["system_prompt"]
+    assert [m["id"] for m in window["referenced_messages"]] == ["m101", "m100", "m102"]
+    assert prompt.index("[2024-03-01]") < prompt.index("the train leaves")
+    assert prompt.index("the train leaves") < prompt.index("[2024-03-02]")
+    assert prompt.count("[2024-03-02]") == 1
 
 
 def test_older_unsplit_messages_go_before_recent_ones() -> None:
@@ -99,8 +116,8 @@ def test_older_unsplit_messages_go_before_recent_ones() -> None:
     window = _window(working, [], [], budget=1500)
     assert window["tokens"] <= 1500
     assert window["recent_ids"] == [f"m{i}" for i in range(20, 40)]
-    dropped = [t["id"] for t in window["trimmed"]]
-    assert dropped == [f"m{i}" for i in range(len(dropped))]  # oldest first
+    dropped = {t["id"] for t in window["trimmed"]}
+    assert dropped == {f"m{i}" for i in range(len(dropped))}  # the oldest gave way
     assert all(t["kind"] == "unsplit_message" for t in window["trimmed"])
 
 

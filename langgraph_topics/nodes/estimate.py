@@ -81,7 +81,8 @@ def _reconcile(
 def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Count this turn's new messages and estimate the main window (seed 000 §4.1 step 0).
 
-    Over ``split_trigger`` (70 %) of the budget, the graph splits before anything else.
+    Over ``split_trigger`` (70 %) of the budget, the graph splits before anything else, once
+    at least ``min_split_messages`` messages are older than the last ``keep_recent``.
     """
     services = services_of(runtime)
     settings = services.settings
@@ -106,6 +107,8 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     topic_tokens = previous["sections"]["topics"] if previous and any_active else 0
     message_total = sum(message_tokens(to_stored(m), counter) for m in kept)
     total = system_tokens + topic_tokens + message_total
+    # Older than the last keep_recent and not yet split (reconciliation removed split ones).
+    waiting = max(0, len(kept) - settings.keep_recent)
     share = total / settings.budget_tokens
     record: EstimateRecord = {
         "system": system_tokens,
@@ -114,7 +117,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "total": total,
         "budget": settings.budget_tokens,
         "share": round(share, 4),
-        "split": share > settings.split_trigger,
+        "split": share > settings.split_trigger and waiting >= settings.min_split_messages,
     }
     update: dict[str, Any] = {} if topics == state.get("topics") else {"topics": topics}
     return update | {
