@@ -27,7 +27,7 @@ from langgraph_topics.retrieval.message_index import (
 )
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.settings import Settings
-from langgraph_topics.stores.embeddings import UseEmbedder
+from langgraph_topics.stores.embeddings import CachingEmbedder, UseEmbedder
 from langgraph_topics.stores.overlay import OverlayTopicIndex, OverlayTopicStore
 from langgraph_topics.stores.protocols import Embedder, TopicIndex, TopicStore
 from langgraph_topics.tokens import TokenCounter, default_token_counter
@@ -96,7 +96,7 @@ class TopicServices:
         from langgraph_topics.stores.topic_store import JsonlTopicStore
 
         settings = settings or Settings()
-        embedder = embedder or UseEmbedder()
+        embedder = CachingEmbedder(embedder or UseEmbedder())
         data_dir = Path(settings.data_dir)
 
         def open_stores(thread_id: str) -> ThreadStores:

@@ -48,7 +48,7 @@ class Settings:
     split_trigger: float = 0.7
     """Split first when the estimated main window passes this share of the budget (§4.1)."""
     keep_recent: int = 20
-    min_split_messages: int = 8
+    min_split_messages: int = 4
     """A split waits until at least this many messages are older than the last ``keep_recent``.
 
     When the last 20 messages alone pass the trigger (small budgets), every turn would

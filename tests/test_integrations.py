@@ -24,7 +24,7 @@ from langgraph_topics.stores.embeddings import UseEmbedder
 
 @pytest.fixture
 def memory(tmp_path: Path, embedder: UseEmbedder) -> Any:
-    settings = Settings(data_dir=tmp_path / "m", budget_tokens=800, keep_recent=6)
+    settings = Settings(data_dir=tmp_path / "m", budget_tokens=500, keep_recent=6)
     with TopicMemory(settings=settings, embedder=embedder) as memory:
         yield memory
 

@@ -112,9 +112,9 @@ def fake_responder(request: Request) -> Reply:
     if "activate_topic" in request.tools:
         for name, words in GROUPS.items():
             hit = next((w for w in words if w in question.lower()), None)
-            if hit and f"Topic: {name}" not in request.system:
+            if hit and f"## {name} (" not in request.system:
                 return Reply(tool_calls=[("activate_topic", {"query": hit})])
-    shown = [name for name in GROUPS if f"Topic: {name}" in request.system]
+    shown = [name for name in GROUPS if f"## {name} (" in request.system]
     return Reply("Answer drawing on: " + (", ".join(shown) or "nothing"))
 
 
@@ -133,7 +133,7 @@ def wire() -> Iterator[FakeOpenAI]:
 def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "data_dir": tmp_path / "memory",
-        "budget_tokens": 460,
+        "budget_tokens": 380,
         "keep_recent": 4,
         "min_active": 1,
         "default_active": 2,
@@ -196,7 +196,7 @@ def test_a_whole_conversation_through_the_llm_back_ends(
     # picked the dormant topic, its window was read, and the answer was regenerated.
     assert "Stock analysis" in answers[2]
     calls = [r for r in wire.of_role("responder") if r.tools]
-    assert any("Topic: Stock analysis" not in r.system for r in calls)
+    assert any("## Stock analysis (" not in r.system for r in calls)
 
     log = log_of(memory, thread)
     chats = [line for line in log if line["mode"] == "chat"]

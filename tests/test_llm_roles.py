@@ -489,3 +489,69 @@ def test_splitter_last_reply_missing_messages_is_kept_and_completed(wire: FakeOp
         "topic_id": "topic-stocks",
         "new_key": None,
     }
+
+
+# --- assembly of model-chosen quotes -----------------------------------------------------------
+
+
+def test_quotes_of_two_topics_interleave_by_value_within_the_budget(wire: FakeOpenAI) -> None:
+    from langgraph_topics.nodes.assemble import assemble_window
+    from langgraph_topics.nodes.topic_window import reference_relevance
+    from langgraph_topics.state.records import TopicResult
+    from langgraph_topics.tokens import default_token_counter, message_tokens
+
+    counter = default_token_counter()
+    detail = " with the details we agreed on" * 8
+
+    def said(i: str, text: str) -> StoredMessage:
+        return {"id": i, "role": "user", "content": text + detail}
+
+    kyoto = [said("a1", "Ryokan in Gion"), said("a2", "Train at nine"), said("a3", "Rail pass")]
+    bread = [said("b1", "Starter smells of acetone"), said("b2", "Feed it twice a day")]
+    bread_topic: TopicInfo = {**TOPIC, "id": "topic-2", "name": "Sourdough"}
+    wire.script(
+        "topic_window",
+        Reply(topic_result(0.9, ["a1", "a2", "a3"], "Kyoto plans")),
+        Reply(topic_result(0.8, ["b1", "b2"], "Bread")),
+    )
+    llm = window(wire)
+    results: list[TopicResult] = []
+    for topic, messages in ((TOPIC, kyoto), (bread_topic, bread)):
+        verdict = llm.evaluate(topic, messages, UNSPLIT)
+        relevance = reference_relevance(verdict, verdict["relevance_score"])
+        results.append(
+            {
+                "topic_id": topic["id"],
+                "name": topic["name"],
+                "brief": topic["brief"],
+                "file": topic["file"],
+                "relevance_score": verdict["relevance_score"],
+                "referenced_message_ids": verdict["referenced_message_ids"],
+                "summary": verdict["summary"],
+                "reference_relevance": [relevance[i] for i in verdict["referenced_message_ids"]],
+                "round": 0,
+            }
+        )
+    # Derived from the model's order: a1 0.9, b1 0.8, a2 0.675, a3 0.45, b2 0.4.
+    assert results[0]["reference_relevance"] == [0.9, 0.675, 0.45]
+    lookup = {m["id"]: m for m in [*kyoto, *bread]}
+
+    def assembled(budget: int) -> AssembledContext:
+        return assemble_window(
+            UNSPLIT, {}, results, lookup, budget=budget, keep_recent=20,
+            reference_threshold=0.3, language="en", counter=counter,
+        )  # fmt: skip
+
+    full = assembled(100_000)
+    assert len(full["referenced_messages"]) == 5
+    quote = message_tokens(kyoto[0], counter)
+    budget = full["tokens"]
+    window_ = full
+    while len(window_["referenced_messages"]) > 3:  # shrink until two quotes gave way
+        budget -= quote // 4
+        window_ = assembled(budget)
+        assert window_["tokens"] <= budget
+    assert {m["id"] for m in window_["referenced_messages"]} == {"a1", "a2", "b1"}
+    assert window_["topic_ids"] == ["topic-1", "topic-2"]  # blocks by topic score
+    given_way = [t["id"] for t in window_["trimmed"] if t["kind"] == "referenced_message"]
+    assert set(given_way) == {"a3", "b2"}

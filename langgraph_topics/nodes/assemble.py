@@ -320,9 +320,13 @@ def assemble_window(
     room = budget - base_tokens - recent_tokens
     names = {r["topic_id"]: r for r in ranked}
 
+    headers: dict[str, int] = {}
+
     def header_cost(topic_id: str) -> int:
-        block = render_topic_block(names[topic_id], [], language, prompt_dir)
-        return counter(block) + 1
+        if topic_id not in headers:
+            block = render_topic_block(names[topic_id], [], language, prompt_dir)
+            headers[topic_id] = counter(block) + 1
+        return headers[topic_id]
 
     def day_cost(day: str) -> int:
         return counter(f"[{day}]\n")

@@ -30,9 +30,9 @@ from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.message_index import (
     MessageIndex,
     OverlayMessageIndex,
-    indexed_text,
     message_time,
 )
+from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import VectorCache
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder

@@ -28,7 +28,7 @@ import numpy as np
 
 from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.retrieval.lexical import lexical_terms
-from langgraph_topics.roles.native.text import message_text
+from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder, TopicStore
@@ -44,18 +44,6 @@ _BYTES_PER_VALUE = 2
 def embedder_name(embedder: Embedder) -> str:
     """A name telling embedders apart, so an index built by another one is rebuilt."""
     return str(getattr(embedder, "name", type(embedder).__name__))
-
-
-def indexed_text(message: StoredMessage | None) -> str:
-    """What a message is matched by: its text (and tool calls), after the speaker's name.
-
-    The name is part of what a message says: "what did Caroline research?" is about her turns.
-    """
-    if message is None:
-        return ""
-    text = message_text(message)
-    name = message.get("name")
-    return f"{name}: {text}" if name and text else text
 
 
 def message_time(message: StoredMessage) -> float | None:

@@ -8,6 +8,7 @@ through :class:`LangChainEmbedder`.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,45 @@ class UseEmbedder:
             return []
         vectors = np.asarray(self._load().encode([text or " " for text in texts]), dtype=np.float32)
         return normalise(vectors).tolist()  # type: ignore[no-any-return]
+
+
+class CachingEmbedder:
+    """Remembers the vectors of recent texts, so one text is encoded once per process.
+
+    A split embeds the messages it moves (splitter, retrieval index) and a chat turn embeds the
+    unsplit messages it scores: with one cache in front of the model, a message is encoded once
+    on its way from the working set into the index.
+
+    Args:
+        inner: The embedder that encodes what the cache has not seen.
+        max_entries: Most texts remembered (least recently used first out).
+    """
+
+    def __init__(self, inner: Any, max_entries: int = 20_000) -> None:
+        self.inner = inner
+        self.name = str(getattr(inner, "name", type(inner).__name__))
+        self.max_entries = max_entries
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text, encoding only those not remembered (in one call)."""
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            for text in texts:
+                vector = self._vectors.get(text)
+                if vector is not None:
+                    self._vectors.move_to_end(text)
+                    found[text] = vector
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            fresh = self.inner.embed(missing)
+            found.update(zip(missing, fresh, strict=True))
+            with self._lock:
+                self._vectors.update(zip(missing, fresh, strict=True))
+                while len(self._vectors) > self.max_entries:
+                    self._vectors.popitem(last=False)
+        return [found[text] for text in texts]
 
 
 class LangChainEmbedder:

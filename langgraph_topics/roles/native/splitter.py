@@ -19,11 +19,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from langgraph_topics.keywords import extract_keywords, keyword_overlap
 from langgraph_topics.roles.native.brief_writer import NativeBriefWriter
 from langgraph_topics.roles.native.calibration import calibrate
-from langgraph_topics.roles.native.text import message_text
-from langgraph_topics.roles.native.vectors import Vector, VectorCache, cosine, embed_matrix
+from langgraph_topics.roles.native.text import indexed_text, message_text
+from langgraph_topics.roles.native.vectors import (
+    Matrix,
+    Vector,
+    VectorCache,
+    centroid,
+    cosine,
+    embed_matrix,
+)
 from langgraph_topics.roles.protocols import NewTopic, SplitAssignment, SplitPlan, TopicInfo
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
@@ -129,7 +138,7 @@ class NativeSplitter:
         open_topics = [t for t in topics if t["status"] != "archived"]
         unit_texts = ["\n".join(message_text(m) for m in unit) for unit in kept]
         topic_texts = [f"{t['name']}\n{t['brief']}" for t in open_topics]
-        matrix = embed_matrix(self.embedder, unit_texts)
+        matrix = self._unit_vectors(kept)
         anchors = self.topic_cache.embed([(text, text) for text in topic_texts])
         targets = [
             _Target(topic["id"], None, anchors[index], set(extract_keywords(text)))
@@ -163,6 +172,21 @@ class NativeSplitter:
             "assignments": _assignments(runs),
             "new_topics": [self._new_topic(target) for target in new_targets],
         }
+
+    def _unit_vectors(self, units: Sequence[Sequence[StoredMessage]]) -> Matrix:
+        """Each unit's vector: the normalised mean of its messages' vectors.
+
+        Messages are embedded one by one, with the text the retrieval index embeds them by, so
+        a caching embedder serves the index from the same call instead of encoding them again.
+        """
+        texts = [indexed_text(m) or " " for unit in units for m in unit]
+        vectors = embed_matrix(self.embedder, texts)
+        rows: list[Vector] = []
+        start = 0
+        for unit in units:
+            rows.append(centroid(vectors[start : start + len(unit)]))
+            start += len(unit)
+        return np.stack(rows)
 
     def _closeness(self, run: _Run, vector: Vector, keywords: set[str], text: str) -> float:
         """Calibrated similarity of a unit to the run (its centroid or its last unit)."""

@@ -28,6 +28,19 @@ def message_text(message: StoredMessage) -> str:
     return "\n".join(part for part in parts if part).strip()
 
 
+def indexed_text(message: StoredMessage | None) -> str:
+    """What a message is matched by: its text (and tool calls), after the speaker's name.
+
+    The name is part of what a message says: "what did Caroline research?" is about her turns.
+    One text per message everywhere (index, evidence, splitter), so each is embedded once.
+    """
+    if message is None:
+        return ""
+    text = message_text(message)
+    name = message.get("name")
+    return f"{name}: {text}" if name and text else text
+
+
 def split_sentences(text: str) -> list[str]:
     """Cut text into sentences at Chinese and English sentence ends and line breaks."""
     sentences = (_SPACES.sub(" ", part).strip() for part in _SENTENCE_END.split(text))

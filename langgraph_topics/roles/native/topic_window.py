@@ -52,7 +52,8 @@ def rank_floor(best_rank: int) -> float:
 
     A topic holding one of the thread's best-matching messages is relevant to the question
     whatever its other messages say: 0.8 for the best message of the thread, 0.48 for the
-    eleventh, nearly the reference threshold from the fiftieth on.
+    eleventh, nearly the reference threshold from the fiftieth on (and never more than that
+    message's own relevance).
     """
     return 0.3 + 0.5 * math.exp(-best_rank / _RANK_FLOOR_SCALE)
 
@@ -175,7 +176,8 @@ class NativeTopicWindow:
         """Score the topic from the turn's precomputed evidence; reference its best messages.
 
         The score is the calibrated cosine evidence of :meth:`evaluate` (read from the index,
-        not embedded again), raised to :func:`rank_floor` of the topic's best message. The
+        not embedded again), raised to :func:`rank_floor` of the topic's best message (at most
+        that message's relevance). The
         references are the topic's messages in thread-wide evidence order, each with its
         relevance, so the assembler can weigh them against other topics' quotes.
         """
@@ -191,8 +193,10 @@ class NativeTopicWindow:
             vector = self.text_cache.embed([(brief, brief)])[0]
             described = float(vector @ evidence.query_vector)
         raw = 0.5 * float(dense[0]) + 0.3 * runners_up + 0.2 * described
-        best_rank = int(evidence.rank[positions].min())
-        score = round(max(calibrate(raw), rank_floor(best_rank)), 4)
+        best = int(positions[np.argmin(evidence.rank[positions])])
+        # Strong evidence, not a mere rank: in a short thread every topic ranks near the top.
+        floor = min(rank_floor(int(evidence.rank[best])), float(evidence.relevance[best]))
+        score = round(max(calibrate(raw), floor), 4)
         if score < self.reference_threshold:
             return _silent(score)
         ranked = evidence.ranked(ids)
