@@ -136,3 +136,54 @@ def test_split_messages_in_the_working_set_are_not_shown_as_unsplit() -> None:
     working = [_message(i) for i in range(30)]
     window = _window(working, [], [], budget=100_000, located={"m0": "t1", "m1": "t1"})
     assert "m0" not in window["message_ids"] and "m2" in window["message_ids"]
+
+
+def _tool_exchange(base: int, call_id: str) -> list[StoredMessage]:
+    call: StoredMessage = {
+        "id": f"m{base}",
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": call_id, "name": "search", "args": {"q": "ryokan"}}],
+    }
+    result: StoredMessage = {
+        "id": f"m{base + 1}",
+        "role": "tool",
+        "content": "Gion ryokan, 5 minutes from the station " * 5,
+        "tool_call_id": call_id,
+    }
+    return [call, result]
+
+
+def test_a_quoted_tool_result_brings_its_call_or_stays_out() -> None:
+    exchange = _tool_exchange(100, "c1")
+    result = {**_result("trip", 0.9, ["m101"]), "reference_relevance": [0.9]}
+    working = [_message(i) for i in range(20)]
+    lookup = {m["id"]: m for m in exchange}
+    with_exchange = assemble_window(
+        working, {}, [result], lookup, budget=100_000, keep_recent=20,
+        reference_threshold=0.3, language="en", counter=COUNTER,
+        exchanges={"m100": exchange, "m101": exchange},
+    )  # fmt: skip
+    assert [m["id"] for m in with_exchange["referenced_messages"]] == ["m100", "m101"]
+    without = _window(working, [result], exchange, budget=100_000)
+    assert without["referenced_messages"] == []
+
+
+def test_unsplit_tool_exchanges_enter_or_give_way_whole() -> None:
+    older = [_message(0, "a question about the hotel " * 3), *_tool_exchange(1, "c2")]
+    older += [_message(i, "filler words " * 30) for i in range(3, 12)]
+    working = older + [_message(i) for i in range(20, 40)]
+    for budget in range(300, 1400, 37):
+        window = _window(working, [], [], budget=budget)
+        ids = set(window["message_ids"])
+        assert ("m1" in ids) == ("m2" in ids), budget
+        assert window["tokens"] <= budget
+
+
+def test_recent_messages_that_open_with_a_tool_result_keep_its_call() -> None:
+    working = [_message(i) for i in range(10)] + _tool_exchange(10, "c3")
+    working += [_message(i) for i in range(12, 31)]  # the last 20 start with the tool result
+    window = _window(working, [], [], budget=100_000)
+    assert window["recent_ids"][:2] == ["m10", "m11"]
+    tight = _window(working, [], [], budget=900)
+    assert {"m10", "m11"} <= set(tight["message_ids"]) and tight["tokens"] <= 900

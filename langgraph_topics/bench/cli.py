@@ -1,4 +1,4 @@
-"""The ``bench`` subcommand of ``langgraph-topics``: ``recall``, ``overhead``, ``fanout``."""
+"""The ``bench`` subcommand: ``recall``, ``overhead``, ``search``, ``embedders``, ``fanout``."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _shared(parser: argparse.ArgumentParser) -> None:
 
 def add_bench_parser(commands: Any) -> None:
     """Register ``bench`` and its sub-subcommands on the CLI's subparsers."""
-    bench = commands.add_parser("bench", help="benchmarks: recall, overhead, fanout")
+    bench = commands.add_parser("bench", help="benchmarks: recall, overhead, search, fanout")
     kinds = bench.add_subparsers(dest="bench", required=True)
 
     recall = kinds.add_parser("recall", help="evidence recall at token budgets (LoCoMo format)")
@@ -58,6 +58,17 @@ def add_bench_parser(commands: Any) -> None:
     overhead.add_argument("--topics", type=_ints, default=[10, 100, 1000])
     overhead.add_argument("--turns", type=int, default=20, help="measured turns per size")
     _shared(overhead)
+
+    embedders = kinds.add_parser("embedders", help="evidence ranking and cost per embedder")
+    embedders.add_argument("data", type=Path, help="LoCoMo-format JSON file")
+    embedders.add_argument("--embedders", default="use,e5", help="comma-separated: use, e5")
+    embedders.add_argument("--budget", type=_ints, default=[1000, 2000, 4000, 8000])
+    embedders.add_argument("--token-estimate", choices=["chars4", "tokenizer"], default="chars4")
+    _shared(embedders)
+
+    search = kinds.add_parser("search", help="whole-thread evidence search against history")
+    search.add_argument("--history", type=_ints, default=[1000, 10000, 100000])
+    _shared(search)
 
     fanout = kinds.add_parser("fanout", help="turn latency against the number of active topics")
     fanout.add_argument("--topics", type=_ints, default=[1, 5, 10, 20])
@@ -109,6 +120,26 @@ def run_bench(args: argparse.Namespace) -> int:
         report = run_overhead(args.history, args.topics, args.turns, _stderr)
         path = _write(args.out, "overhead.json", report)
         _emit(args, report, overhead_table(report))
+        _stderr(f"wrote {path}")
+        return 0
+    if args.bench == "embedders":
+        from langgraph_topics.bench.embedders import embedders_table, run_embedders
+
+        if not args.data.is_file():
+            raise SystemExit(f"no such data file: {args.data}")
+        report = run_embedders(
+            args.data, args.embedders.split(","), args.budget, args.token_estimate, _stderr
+        )
+        path = _write(args.out, "embedders.json", report)
+        _emit(args, report, embedders_table(report))
+        _stderr(f"wrote {path}")
+        return 0
+    if args.bench == "search":
+        from langgraph_topics.bench.search import run_search, search_table
+
+        report = run_search(args.history, _stderr)
+        path = _write(args.out, "search.json", report)
+        _emit(args, report, search_table(report))
         _stderr(f"wrote {path}")
         return 0
     from langgraph_topics.bench.fanout import fanout_table, run_fanout

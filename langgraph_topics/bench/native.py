@@ -95,7 +95,9 @@ def run_native(
         run.topics = len(set(located.values()))
         started = time.perf_counter()
         for number, question in enumerate(questions, start=1):
+            asked = time.perf_counter()
             report = memory.context(THREAD, question.question)
+            latency = time.perf_counter() - asked
             window = report["context"]
             present = set(window["message_ids"])
             results = {r["topic_id"]: r for r in report["topic_results"]}
@@ -115,6 +117,7 @@ def run_native(
                     "missing": reasons,
                     "topics_read": len(results),
                     "quoted": len(window["referenced_messages"]),
+                    "latency_ms": round(latency * 1000, 1),
                 }
             )
             if progress and number % 25 == 0:

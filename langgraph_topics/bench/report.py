@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,6 @@ from langgraph_topics.cli.tables import render_table
 FULL = "full history"
 NATIVE = "topic memory (native)"
 _PARTS = ("system", "topics", "unsplit", "recent", "quoted")
-_CATEGORY_LABELS = (("1", "multi-hop"), ("2", "temporal"), ("3", "open"), ("4", "single"))
 _CATEGORY_LABELS = (("1", "multi-hop"), ("2", "temporal"), ("3", "open"), ("4", "single"))
 
 
@@ -53,6 +53,16 @@ def recall_tables(report: dict[str, Any]) -> str:
             "\nnative: mean window composition (tokens; quoted = messages quoted)\n"
             + render_table(["part", *heads[1:]], rows)
         )
+    latency = native_latency(report)
+    if latency:
+        rows = [
+            [label, *(latency[b][key] if b in latency else "-" for b in budgets)]
+            for key, label in (("median", "median"), ("p95", "95th percentile"))
+        ]
+        parts.append(
+            "\nnative: context query latency (ms, the whole graph up to the assembled window)\n"
+            + render_table(["", *heads[1:]], rows)
+        )
     missing = report.get("native_missing") or {}
     if missing:
         reasons = sorted({r for counts in missing.values() for r in counts})
@@ -62,6 +72,30 @@ def recall_tables(report: dict[str, Any]) -> str:
             + render_table(["evidence turn", *heads[1:]], rows)
         )
     return "\n".join(parts)
+
+
+def native_latency(report: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Median and 95th-percentile context-query latency of the native answers per budget."""
+    latency: dict[str, dict[str, float]] = {}
+    for budget in (str(b) for b in report["config"]["budgets"]):
+        values = sorted(
+            answer["latency_ms"]
+            for row in report.get("rows", [])
+            if (answer := _native_answer(row, budget)) and "latency_ms" in answer
+        )
+        if values:
+            latency[budget] = {
+                "median": round(statistics.median(values), 1),
+                "p95": values[min(len(values) - 1, int(0.95 * len(values)))],
+            }
+    return latency
+
+
+def _native_answer(row: dict[str, Any], budget: str) -> dict[str, Any] | None:
+    native = row["results"].get(NATIVE, {})
+    # Budgets are ints in a fresh report and strings once read back from JSON.
+    found = native.get(budget) or native.get(int(budget))
+    return found if isinstance(found, dict) else None
 
 
 def native_composition(report: dict[str, Any]) -> dict[str, dict[str, float]]:

@@ -10,13 +10,34 @@ from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.grey import activation_quota, candidate_threshold
 from langgraph_topics.nodes.recall_cue import latest_user_text
+from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP
 from langgraph_topics.roles.protocols import RoutedTopic, TopicInfo
 from langgraph_topics.roles.topic_info import topic_info
-from langgraph_topics.services import TopicContext, services_of, thread_id_of
+from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.state.records import ActivationRequest, TurnEvent
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.working_set import stored_view, unsplit_messages
 
 log = logging.getLogger(__name__)
+
+
+def evidence_topics(
+    services: TopicServices, thread_id: str, state: TopicState, query: str, k: int
+) -> list[tuple[str, float]]:
+    """Topics holding the thread's best messages for ``query``, each with its best relevance.
+
+    A whole-thread search of the retrieval index (seed 004 §3): milliseconds, nothing embedded
+    but the query.
+    """
+    stores = services.stores(thread_id)
+    unsplit = unsplit_messages(stored_view(state["messages"]), stores.topic_store)
+    evidence = services.scorer.score(stores.message_index, query, unsplit)
+    found: dict[str, float] = {}
+    for position in evidence.top(5 * k):
+        topic_id = evidence.group_of(position)
+        if topic_id != UNSPLIT_GROUP and topic_id not in found:
+            found[topic_id] = float(evidence.relevance[position])
+    return list(found.items())
 
 
 def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
@@ -27,7 +48,8 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     """
     services = services_of(runtime)
     settings = services.settings
-    stores = services.stores(thread_id_of(runtime))
+    thread_id = thread_id_of(runtime)
+    stores = services.stores(thread_id)
     request: ActivationRequest = state.get("activation") or {
         "query": latest_user_text(state),
         "reason": "weak_results",
@@ -36,12 +58,21 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     topics = dict(state.get("topics") or {})
     active_count = sum(1 for t in topics.values() if t["status"] == "active")
     k = settings.deep_search_k if request["deep"] else max(3, settings.deep_search_k // 2)
-    hits = stores.topic_index.search(request["query"], k=k + active_count)
+    dormant = {t for t, record in topics.items() if record["status"] == "dormant"}
+    similarity = {
+        topic_id: score
+        for topic_id, score in stores.topic_index.search(request["query"], k=k + active_count)
+        if topic_id in dormant
+    }
+    # The briefs describe a topic; the message index finds the one message that answers.
+    for topic_id, score in evidence_topics(services, thread_id, state, request["query"], k):
+        if topic_id in dormant:
+            similarity[topic_id] = max(score, similarity.get(topic_id, 0.0))
+    ranked_ids = sorted(similarity, key=lambda t: -similarity[t])[:k]
     candidates: list[tuple[TopicInfo, float]] = [
-        (topic_info(stores.topic_store, topic_id, topics[topic_id]["status"]), similarity)
-        for topic_id, similarity in hits
-        if topic_id in topics and topics[topic_id]["status"] == "dormant"
-    ][:k]
+        (topic_info(stores.topic_store, topic_id, "dormant"), similarity[topic_id])
+        for topic_id in ranked_ids
+    ]
     kind = "deep" if request["deep"] else "normal"
     events: list[TurnEvent] = [
         {

@@ -64,9 +64,15 @@ class _Piece:
     value: float
     cost: int
     topic_id: str = ""
-    message: StoredMessage | None = None
+    messages: list[StoredMessage] = field(default_factory=list)
+    """The message(s) of a quote or unsplit piece: a tool call and its results are one piece."""
     order: tuple[str, int] = ("", 0)
     """Conversation order of a message piece: (timestamp, position)."""
+
+    @property
+    def message(self) -> StoredMessage | None:
+        """The first message of the piece (None for a brief or a summary)."""
+        return self.messages[0] if self.messages else None
 
 
 @dataclass
@@ -95,6 +101,20 @@ def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> Stor
         else:
             high = middle - 1
     return {**message, "content": text[:low] + TRUNCATION_MARK}
+
+
+def _recent_with_calls(working: Sequence[StoredMessage], keep_recent: int) -> list[StoredMessage]:
+    """The last ``keep_recent`` messages, reaching back to the call of a tool result they open.
+
+    Invariant 8: when the cut falls inside a tool exchange, the call and its earlier results
+    join the fixed part instead of being left to the selection (where they could give way).
+    """
+    recent = recent_messages(working, keep_recent)
+    start = len(working) - len(recent)
+    while start > 0 and recent and recent[0]["role"] == "tool":
+        start -= 1
+        recent = list(working[start:])
+    return recent
 
 
 def _fit_recent(
@@ -126,6 +146,7 @@ def _candidates(
     unsplit: Sequence[StoredMessage],
     lookup: Mapping[str, StoredMessage],
     partners: Mapping[str, Sequence[StoredMessage]],
+    exchanges: Mapping[str, list[StoredMessage]],
     placed: set[str],
     evidence: Evidence | None,
     counter: TokenCounter,
@@ -143,7 +164,7 @@ def _candidates(
                 value,
                 counter(quote_line(message) + "\n"),
                 topic_id,
-                message,
+                [message],
                 _order_key(message, evidence),
             )
 
@@ -168,23 +189,85 @@ def _candidates(
         brief = clip_line(result["brief"])
         if brief:
             pieces.append(_Piece("brief", BRIEF_VALUE * score, counter(brief) + 2, topic_id))
-    pieces.extend(quotes.values())
+    pieces.extend(_whole_exchanges(list(quotes.values()), exchanges, counter))
+    unsplit_pieces: list[_Piece] = []
     for place, message in enumerate(unsplit):
         value = (
             evidence.relevance_of(message["id"])
             if evidence is not None and message["id"] in evidence.position
             else UNSPLIT_FALLBACK_VALUE * (place + 1) / len(unsplit)
         )
-        pieces.append(
+        unsplit_pieces.append(
             _Piece(
                 "unsplit",
                 value,
                 message_tokens(message, counter),
-                message=message,
+                messages=[message],
                 order=_order_key(message, evidence),
             )
         )
+    pieces.extend(_whole_exchanges(unsplit_pieces, tool_exchanges(unsplit), counter))
     return pieces
+
+
+def tool_exchanges(messages: Sequence[StoredMessage]) -> dict[str, list[StoredMessage]]:
+    """For every message of a tool exchange, the whole exchange: the call and its results.
+
+    Invariant 8: a tool result never reaches the window without the call it answers (providers
+    reject such a request), nor a call without its results.
+    """
+    exchanges: dict[str, list[StoredMessage]] = {}
+    by_call: dict[str, list[StoredMessage]] = {}
+    for message in messages:
+        calls = [c.get("id") for c in message.get("tool_calls", [])]
+        if calls:
+            exchange = [message]
+            for call_id in calls:
+                if isinstance(call_id, str):
+                    by_call[call_id] = exchange
+            exchanges[message["id"]] = exchange
+        elif message["role"] == "tool":
+            found = by_call.get(message.get("tool_call_id", ""))
+            if found is not None:
+                found.append(message)
+                exchanges[message["id"]] = found
+            else:  # its call is not among these messages
+                exchanges[message["id"]] = []
+    return exchanges
+
+
+def _whole_exchanges(
+    pieces: list[_Piece], exchanges: Mapping[str, list[StoredMessage]], counter: TokenCounter
+) -> list[_Piece]:
+    """Merge the pieces of one tool exchange into one piece holding all of it.
+
+    The merged piece is worth its best member; a tool message whose exchange is unknown is
+    left out rather than shown without its call.
+    """
+    kept: list[_Piece] = []
+    merged: dict[str, _Piece] = {}
+    for piece in pieces:
+        message = piece.message
+        if message is None or (message["role"] != "tool" and not message.get("tool_calls")):
+            kept.append(piece)
+            continue
+        exchange = exchanges.get(message["id"])
+        if not exchange:
+            continue
+        key = exchange[0]["id"]
+        known = merged.get(key)
+        if known is None:
+            cost = sum(
+                message_tokens(m, counter)
+                if piece.kind == "unsplit"
+                else counter(quote_line(m) + "\n")
+                for m in exchange
+            )
+            merged[key] = _Piece(piece.kind, piece.value, cost, piece.topic_id, list(exchange),
+                                 piece.order)  # fmt: skip
+        elif piece.value > known.value:
+            known.value = piece.value
+    return kept + list(merged.values())
 
 
 def _select(
@@ -237,7 +320,7 @@ def _render(
         if not mine:
             continue
         quotes = sorted((p for p in mine if p.kind == "quote"), key=lambda p: p.order)
-        messages = [p.message for p in quotes if p.message is not None]
+        messages = [m for p in quotes for m in p.messages]
         kinds = {p.kind for p in mine}
         blocks.append(
             render_topic_block(
@@ -279,6 +362,7 @@ def assemble_window(
     prompt_dir: Path | None = None,
     evidence: Evidence | None = None,
     partners: Mapping[str, Sequence[StoredMessage]] | None = None,
+    exchanges: Mapping[str, list[StoredMessage]] | None = None,
 ) -> AssembledContext:
     """Build the main window: the best evidence that fits, the unsplit and recent messages.
 
@@ -295,11 +379,13 @@ def assemble_window(
         prompt_dir: Prompt overrides.
         evidence: Message scores of this turn (values the older unsplit messages).
         partners: Unit partners of a referenced message, offered at half its value.
+        exchanges: For referenced tool calls and results, their whole exchange (see
+            :func:`tool_exchanges`); a referenced tool message without one is not quoted.
 
     Returns:
         The assembled context; ``trimmed`` lists the most valuable pieces that gave way.
     """
-    recent = recent_messages(working, keep_recent)
+    recent = _recent_with_calls(working, keep_recent)
     older = working[: len(working) - len(recent)]
     unsplit = [m for m in older if m["id"] not in located]
     placed = {m["id"] for m in recent}
@@ -331,7 +417,9 @@ def assemble_window(
     def day_cost(day: str) -> int:
         return counter(f"[{day}]\n")
 
-    pieces = _candidates(ranked, unsplit, lookup, partners or {}, placed, evidence, counter)
+    pieces = _candidates(
+        ranked, unsplit, lookup, partners or {}, exchanges or {}, placed, evidence, counter
+    )
     # Unsplit messages are not quoted again by a topic (a crash leaves no such overlap, but
     # a message must never appear twice).
     unsplit_ids = {m["id"] for m in unsplit}
@@ -345,7 +433,7 @@ def assemble_window(
     chosen_unsplit = sorted(
         (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
     )
-    chat = [p.message for p in chosen_unsplit if p.message is not None] + recent
+    chat = [m for p in chosen_unsplit for m in p.messages] + recent
     total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
     # Costs were counted piece by piece; a tokenizer that merges across piece boundaries can
     # differ by a few tokens, so the least valuable pieces give way until the total fits.
@@ -357,7 +445,7 @@ def assemble_window(
         chosen_unsplit = sorted(
             (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
         )
-        chat = [p.message for p in chosen_unsplit if p.message is not None] + recent
+        chat = [m for p in chosen_unsplit for m in p.messages] + recent
         total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
 
     given_way = sorted(selection.given_way, key=lambda p: -p.value)
@@ -419,6 +507,14 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     if not isinstance(services.roles.topic_window, EvidenceTopicWindow):
         partners = _unit_partners(results, store.messages)
     lookup = store.get_messages(wanted)
+    exchanges: dict[str, list[StoredMessage]] = {}
+    for topic_id in {
+        r["topic_id"]
+        for r in results
+        for i in r["referenced_message_ids"]
+        if i in lookup and (lookup[i]["role"] == "tool" or lookup[i].get("tool_calls"))
+    }:
+        exchanges.update(tool_exchanges(store.messages(topic_id)))
     context = assemble_window(
         working,
         located_in_topics((m["id"] for m in working), store),
@@ -432,6 +528,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         prompt_dir=settings.prompt_dir,
         evidence=evidence,
         partners=partners,
+        exchanges=exchanges,
     )
     update: dict[str, Any] = {"context": context}
     if context["given_way"]:

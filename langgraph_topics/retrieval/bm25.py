@@ -47,7 +47,10 @@ class BM25:
         self._lengths: list[int] = []
         self._total_length = 0
         self._frequency: Counter[str] = Counter()
-        self._postings: dict[str, list[tuple[int, int]]] = {}
+        self._postings: dict[str, tuple[list[int], list[int]]] = {}
+        """Per term: the documents holding it and its frequency in each."""
+        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
+        """The postings as arrays, rebuilt for a term only when it gained documents."""
         self._norm_cache: npt.NDArray[np.float64] | None = None
         for document in documents:
             self.add(document)
@@ -60,7 +63,9 @@ class BM25:
         self._total_length += len(document)
         for term, tf in Counter(document).items():
             self._frequency[term] += 1
-            self._postings.setdefault(term, []).append((index, tf))
+            documents, frequencies = self._postings.setdefault(term, ([], []))
+            documents.append(index)
+            frequencies.append(tf)
         self._norm_cache = None
         return index
 
@@ -81,14 +86,27 @@ class BM25:
         out = np.zeros(self.count, dtype=np.float64)
         norm = self._norm()
         for term in query:
-            postings = self._postings.get(term)
-            if not postings:
+            arrays = self._term_arrays(term)
+            if arrays is None:
                 continue
-            idf = self.idf(term)
-            indices = np.fromiter((i for i, _ in postings), dtype=np.int64, count=len(postings))
-            tf = np.fromiter((f for _, f in postings), dtype=np.float64, count=len(postings))
-            out[indices] += idf * tf * (self.k1 + 1) / (tf + norm[indices])
+            indices, tf = arrays
+            out[indices] += self.idf(term) * tf * (self.k1 + 1) / (tf + norm[indices])
         return out
+
+    def _term_arrays(
+        self, term: str
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        postings = self._postings.get(term)
+        if postings is None:
+            return None
+        cached = self._arrays.get(term)
+        if cached is None or len(cached[0]) != len(postings[0]):
+            cached = (
+                np.asarray(postings[0], dtype=np.int64),
+                np.asarray(postings[1], dtype=np.float64),
+            )
+            self._arrays[term] = cached
+        return cached
 
     def order(self, query: Sequence[str]) -> list[int]:
         """Document indices by score, best first; ties (and zero scores) in document order."""

@@ -20,11 +20,13 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.retrieval.lexical import lexical_terms
@@ -57,6 +59,21 @@ def message_time(message: StoredMessage) -> float | None:
         return None
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """A consistent view of an index for one search."""
+
+    ids: list[str]
+    topic_names: list[str]
+    """Topic ids by code."""
+    codes: npt.NDArray[np.int64]
+    """Each message's topic code (an index into ``topic_names``)."""
+    times: npt.NDArray[np.float64]
+    """Each message's time in seconds (NaN when unknown)."""
+    vectors: Matrix
+    lexical: BM25
+
+
 class MessageIndex:
     """Embeddings and lexical statistics of a thread's split messages, in conversation order.
 
@@ -75,8 +92,12 @@ class MessageIndex:
         self.times: list[float | None] = []
         self.position: dict[str, int] = {}
         self.lexical = BM25()
+        self.code_of: dict[str, int] = {}
+        """A small integer per topic id, so a search groups by integers, not strings."""
+        self.topic_names: list[str] = []
         self._vectors: Matrix = np.zeros((0, 0), dtype=np.float32)
         self._rows: list[Matrix] = []
+        self._arrays: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
         self._lock = threading.RLock()
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
@@ -117,10 +138,16 @@ class MessageIndex:
     ) -> None:
         self.position[message_id] = len(self.ids)
         self.ids.append(message_id)
-        self.topics.append(topic_id)
+        self._note_topic(topic_id)
         self.times.append(time)
         self.lexical.add(lexical_terms(indexed_text(message)))
         self._rows.append(np.asarray(vector, dtype=np.float32).reshape(1, -1))
+
+    def _note_topic(self, topic_id: str) -> None:
+        self.topics.append(topic_id)
+        if topic_id not in self.code_of:
+            self.code_of[topic_id] = len(self.topic_names)
+            self.topic_names.append(topic_id)
 
     def _write(self, fresh: Sequence[tuple[StoredMessage, str]], vectors: Matrix) -> None:
         assert self.root is not None
@@ -146,11 +173,25 @@ class MessageIndex:
                 self._rows = []
             return self._vectors
 
-    def snapshot(self) -> tuple[list[str], list[str], list[float | None], Matrix, BM25]:
-        """Ids, topics, times, vectors and the lexical index, consistent with each other."""
+    def snapshot(self) -> Snapshot:
+        """Everything a search reads, consistent with itself (later appends do not show)."""
         with self._lock:
             vectors = self.vectors()
-            return list(self.ids), list(self.topics), list(self.times), vectors, self.lexical
+            count = len(self.ids)
+            if self._arrays is None or self._arrays[0] != count:
+                codes = np.fromiter((self.code_of[t] for t in self.topics), np.int64, count)
+                times = np.fromiter(
+                    (np.nan if t is None else t for t in self.times), np.float64, count
+                )
+                self._arrays = (count, codes, times)
+            return Snapshot(
+                ids=list(self.ids),
+                topic_names=list(self.topic_names),
+                codes=self._arrays[1],
+                times=self._arrays[2],
+                vectors=vectors,
+                lexical=self.lexical,
+            )
 
     # ------------------------------------------------------------------------------ loading
 
@@ -188,7 +229,7 @@ class MessageIndex:
         for entry in entries[:rows]:
             self.position[entry["id"]] = len(self.ids)
             self.ids.append(entry["id"])
-            self.topics.append(entry["topic"])
+            self._note_topic(entry["topic"])
             self.times.append(entry["time"])
 
     def attach_lexical(self, store: TopicStore) -> None:
@@ -250,11 +291,6 @@ class OverlayMessageIndex(MessageIndex):
             if fresh:
                 super().add([m for m, _ in fresh], [t for _, t in fresh])
                 self.terms.extend(lexical_terms(indexed_text(m)) for m, _ in fresh)
-
-    def added(self) -> list[tuple[str, str]]:
-        """``(message id, topic id)`` of what this view indexed, in order."""
-        with self._lock:
-            return list(zip(self.ids, self.topics, strict=True))
 
 
 def _append(path: Path, data: bytes) -> None:

