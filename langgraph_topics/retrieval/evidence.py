@@ -38,6 +38,10 @@ from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
 
 Floats = npt.NDArray[np.float64]
+RELEVANCE_CENTRE = 1.5
+"""The fused score that maps to relevance 0.5: one and a half deviations above the thread's
+mean (about the best twentieth of its messages), so a topic whose best message stands out this
+much clears the 0.3 reference threshold."""
 UNSPLIT_GROUP = ""
 """The group of the unsplit messages (they belong to no topic yet)."""
 
@@ -94,7 +98,7 @@ class Evidence:
     score: Floats
     """The fused score (see the module docstring); higher is better, unbounded."""
     relevance: Floats
-    """The fused score mapped onto [0, 1] (a logistic curve centred two deviations up)."""
+    """The fused score mapped onto [0, 1] (a logistic curve, see ``RELEVANCE_CENTRE``)."""
     dense: Floats
     """Cosine similarity of each message to the query."""
 
@@ -248,7 +252,7 @@ class EvidenceScorer:
                 {message_id: base_count + i for i, message_id in enumerate(ids[base_count:])},
             ),
             score=fused,
-            relevance=1.0 / (1.0 + np.exp(-(fused - 2.0))),
+            relevance=1.0 / (1.0 + np.exp(-(fused - RELEVANCE_CENTRE))),
             dense=dense,
         )
 

@@ -24,7 +24,7 @@ import numpy as np
 from langgraph_topics.keywords import extract_keywords, keyword_overlap
 from langgraph_topics.roles.native.brief_writer import NativeBriefWriter
 from langgraph_topics.roles.native.calibration import calibrate
-from langgraph_topics.roles.native.text import indexed_text, message_text
+from langgraph_topics.roles.native.text import message_text
 from langgraph_topics.roles.native.vectors import (
     Matrix,
     Vector,
@@ -176,10 +176,12 @@ class NativeSplitter:
     def _unit_vectors(self, units: Sequence[Sequence[StoredMessage]]) -> Matrix:
         """Each unit's vector: the normalised mean of its messages' vectors.
 
-        Messages are embedded one by one, with the text the retrieval index embeds them by, so
-        a caching embedder serves the index from the same call instead of encoding them again.
+        Messages are embedded one by one (a caching embedder then serves each text once, and
+        a chat turn's unsplit messages were usually embedded already). Without the speaker's
+        name, unlike the retrieval index: a name in every message made all units alike, and
+        conv-26 at 4,000 tokens fell from five topics to three.
         """
-        texts = [indexed_text(m) or " " for unit in units for m in unit]
+        texts = [message_text(m) or " " for unit in units for m in unit]
         vectors = embed_matrix(self.embedder, texts)
         rows: list[Vector] = []
         start = 0
