@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -82,21 +82,32 @@ def _read_history(path: Path) -> dict[str, dict[str, list[dict[str, str]]]]:
     return histories
 
 
-def _read_probing(path: Path) -> dict[str, list[str]]:
-    """Read the probing questions, one ``{name: [questions]}`` object a line."""
-    questions: dict[str, list[str]] = {}
-    for number, line in enumerate(Path(path).read_text("utf-8").splitlines(), start=1):
+def _json_objects(path: Path, expected: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    r"""Yield ``("file:line", object)`` for each non-empty line (split on ``\n`` only).
+
+    Raises:
+        ValueError: A line that is not JSON or not an object, naming the file and line.
+    """
+    for number, line in enumerate(Path(path).read_text("utf-8").split("\n"), start=1):
         if not line.strip():
             continue
+        where = f"{path}:{number}"
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from error
+            raise ValueError(f"{where}: not JSON ({error.msg})") from error
         if not isinstance(record, dict):
-            raise ValueError(f"{path}:{number}: expected an object {{name: [questions]}}")
+            raise ValueError(f"{where}: expected {expected}")
+        yield where, record
+
+
+def _read_probing(path: Path) -> dict[str, list[str]]:
+    """Read the probing questions, one ``{name: [questions]}`` object a line."""
+    questions: dict[str, list[str]] = {}
+    for where, record in _json_objects(path, "an object {name: [questions]}"):
         for name, asked in record.items():
             if not isinstance(asked, list) or not all(isinstance(q, str) for q in asked):
-                raise ValueError(f"{path}:{number}: questions of {name!r} are not a string list")
+                raise ValueError(f"{where}: questions of {name!r} are not a string list")
             questions.setdefault(name, []).extend(asked)
     return questions
 
@@ -132,16 +143,7 @@ def _read_labels(
             evidence id; the message names the file and line.
     """
     labels: dict[tuple[str, str], dict[str, Any]] = {}
-    for number, line in enumerate(Path(path).read_text("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{where}: not JSON ({error.msg})") from error
-        if not isinstance(record, dict):
-            raise ValueError(f"{where}: expected a label object")
+    for where, record in _json_objects(path, "a label object"):
         user, question = record.get("user"), record.get("question")
         answer, evidence = record.get("answer"), record.get("evidence")
         if not (isinstance(user, str) and isinstance(question, str) and isinstance(answer, str)):

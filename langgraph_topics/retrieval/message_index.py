@@ -33,6 +33,7 @@ from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.stores.durable import append_durably, fsync_directory
 from langgraph_topics.stores.protocols import Embedder, TopicStore
 
 log = logging.getLogger(__name__)
@@ -154,13 +155,16 @@ class MessageIndex:
         meta_path = self.root / META_FILE
         if not meta_path.exists():
             meta = {"dim": int(vectors.shape[1]), "embedder": embedder_name(self.embedder)}
-            meta_path.write_text(json.dumps(meta), "utf-8")
-        _append(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
+            scratch = meta_path.with_suffix(".tmp")
+            scratch.write_text(json.dumps(meta), "utf-8")
+            os.replace(scratch, meta_path)
+            fsync_directory(self.root)
+        append_durably(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
         lines = "".join(
             json.dumps({"id": m["id"], "topic": t, "time": message_time(m)}) + "\n"
             for m, t in fresh
         )
-        _append(self.root / ENTRIES_FILE, lines.encode("utf-8"))
+        append_durably(self.root / ENTRIES_FILE, lines.encode("utf-8"))
 
     # ------------------------------------------------------------------------------ reading
 
@@ -291,22 +295,6 @@ class OverlayMessageIndex(MessageIndex):
             if fresh:
                 super().add([m for m, _ in fresh], [t for _, t in fresh])
                 self.terms.extend(lexical_terms(indexed_text(m)) for m, _ in fresh)
-
-
-def _append(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        start = os.fstat(fd).st_size
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        except BaseException:
-            os.ftruncate(fd, start)
-            raise
-    finally:
-        os.close(fd)
 
 
 def _read_bytes(path: Path) -> bytes:

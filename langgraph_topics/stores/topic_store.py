@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
+from langgraph_topics.stores.durable import append_durably, fsync_directory
 
 logger = logging.getLogger(__name__)
 
@@ -88,42 +89,6 @@ def _encode(record: dict[str, Any]) -> bytes:
         return (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
 
 
-def _fsync_dir(path: Path) -> None:
-    """Make a new directory entry durable (a new file is not, until its directory is synced)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory fds
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - some filesystems refuse fsync on directories
-        pass
-    finally:
-        os.close(fd)
-
-
-def _append_lines(path: Path, data: bytes) -> None:
-    """Append complete lines durably, or leave the file exactly as it was.
-
-    On a failed write (disk full…) the partial bytes are cut off again: left in place, they
-    would glue themselves onto the next append and corrupt a line that is not the last one.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        start = os.fstat(fd).st_size
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        except BaseException:
-            os.ftruncate(fd, start)
-            raise
-    finally:
-        os.close(fd)
-
-
 def _read_records(path: Path, *, repair: bool) -> Iterator[dict[str, Any]]:
     r"""Yield the JSON object records of a JSONL file, skipping (and logging) damaged lines.
 
@@ -154,7 +119,7 @@ def _read_records(path: Path, *, repair: bool) -> Iterator[dict[str, Any]]:
     if record is not None:
         if repair:
             logger.warning("%s: last line had no newline; completing it", path)
-            _append_lines(path, b"\n")
+            append_durably(path, b"\n")
         yield record
         return
     logger.warning("%s: ignoring torn last line (%d bytes, crash during a write?)", path, len(tail))
@@ -390,8 +355,8 @@ class JsonlTopicStore:
                 "parent_id": parent_id,
                 "created_at": created,
             }
-            _append_lines(self.file_path(topic_id), _encode(record))
-            _fsync_dir(self._topics_dir)
+            append_durably(self.file_path(topic_id), _encode(record))
+            fsync_directory(self._topics_dir)
             self._next_seq += 1
             meta = self._new_meta(
                 topic_id, name=name, brief=brief, parent_id=parent_id, created_at=created
@@ -442,7 +407,7 @@ class JsonlTopicStore:
                     **message,
                 }
                 data += _encode(record)
-            _append_lines(self.file_path(topic_id), bytes(data))
+            append_durably(self.file_path(topic_id), bytes(data))
             # Memory changes only after the write is durable, so a failed write changes nothing.
             self._next_seq += len(messages)
             for message in messages:
@@ -473,7 +438,7 @@ class JsonlTopicStore:
                 "brief": brief,
                 "updated_at": updated_at,
             }
-            _append_lines(self.file_path(topic_id), _encode(record))
+            append_durably(self.file_path(topic_id), _encode(record))
             self._next_seq += 1
             topic.meta["name"] = name
             topic.meta["brief"] = brief
@@ -555,7 +520,7 @@ class JsonlTopicStore:
                 "kind": kind,
                 "created_at": _now(),
             }
-            _append_lines(self._links_path, _encode(record))
+            append_durably(self._links_path, _encode(record))
             self._next_seq += 1
             self._links.append(link)
 

@@ -1,0 +1,46 @@
+"""Durable appends: bytes that reach the disk whole, or not at all.
+
+Every store of this package is append-only (topic files, links, the retrieval index), so one
+crash-safe append serves them all.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a new directory entry durable (a new file is not, until its directory is synced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some filesystems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
+def append_durably(path: Path, data: bytes) -> None:
+    """Append complete lines durably, or leave the file exactly as it was.
+
+    On a failed write (disk full…) the partial bytes are cut off again: left in place, they
+    would glue themselves onto the next append and corrupt a line that is not the last one.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        start = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        except BaseException:
+            os.ftruncate(fd, start)
+            raise
+    finally:
+        os.close(fd)
