@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from functools import lru_cache
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[A-Za-z\u00c0-\u024f]+|\d+(?:\.\d+)?")
@@ -80,11 +81,18 @@ def extract_keywords(text: str) -> list[str]:
         Chinese 2-character pieces (and whole runs of at most 4 characters), lower-cased Latin
         words of 3 or more letters, and digit runs of 2 or more characters, stop words removed.
     """
+    return list(_keywords_of(text))
+
+
+@lru_cache(maxsize=65_536)
+def _keywords_of(text: str) -> tuple[str, ...]:
+    # Every split re-reads the messages of the topics it touches (names, briefs): the same
+    # texts, again and again as a topic grows, so their keywords are remembered.
     seen: dict[str, None] = {}
     for group in keyword_groups(text):
         for keyword in group:
             seen.setdefault(keyword, None)
-    return list(seen)
+    return tuple(seen)
 
 
 def keyword_groups(text: str) -> list[list[str]]:

