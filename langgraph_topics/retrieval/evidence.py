@@ -171,7 +171,15 @@ class EvidenceScorer:
 
     def score(self, index: MessageIndex, query: str, unsplit: Sequence[StoredMessage]) -> Evidence:
         """Score the indexed messages and ``unsplit`` (in conversation order) for ``query``."""
-        key = (id(index), len(index), query, tuple(m["id"] for m in unsplit))
+        base = index.base if isinstance(index, OverlayMessageIndex) else index
+        # Tokens, not id(): an index freed after a dry run may leave its id to a new one.
+        key = (
+            index.token,
+            len(base),
+            len(index),
+            query,
+            tuple((m["id"], m["content"]) for m in unsplit),
+        )
         with self._lock:
             found = self._results.get(key)
             if found is not None:
@@ -179,7 +187,8 @@ class EvidenceScorer:
                 return found
             evidence = self._compute(index, query, unsplit)
             self._results[key] = evidence
-            while len(self._results) > 16:
+            # A few turns' worth: one per thread in flight (each holds a few arrays per message).
+            while len(self._results) > 4:
                 self._results.popitem(last=False)
             return evidence
 

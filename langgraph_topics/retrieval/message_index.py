@@ -15,6 +15,7 @@ between them costs at most the re-embedding of the messages of that one split.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ from langgraph_topics.stores.protocols import Embedder, TopicStore
 
 log = logging.getLogger(__name__)
 
+_TOKENS = itertools.count(1)
 META_FILE = "meta.json"
 VECTORS_FILE = "vectors.f16"
 ENTRIES_FILE = "entries.jsonl"
@@ -88,6 +90,8 @@ class MessageIndex:
     def __init__(self, root: Path | None, embedder: Embedder) -> None:
         self.root = root
         self.embedder = embedder
+        self.token = next(_TOKENS)
+        """Tells this index apart from every other one of the process (cache keys)."""
         self.ids: list[str] = []
         self.topics: list[str] = []
         self.times: list[float | None] = []
