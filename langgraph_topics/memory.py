@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -13,10 +14,11 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_topics.checks import CheckReport, check_context, check_partition
 from langgraph_topics.graph.builder import build_graph
+from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.services import TopicContext, TopicServices
 from langgraph_topics.settings import Settings
-from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_langchain
+from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
 from langgraph_topics.state.records import (
     AssembledContext,
     EstimateRecord,
@@ -27,6 +29,8 @@ from langgraph_topics.state.records import (
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.thread_ids import check_thread_id
+from langgraph_topics.thread_locks import ThreadLocks
 from langgraph_topics.tokens import TokenCounter
 
 
@@ -54,31 +58,22 @@ class TopicSummary(TypedDict):
     last_active_at: str
 
 
-def as_message(item: BaseMessage | Mapping[str, Any]) -> AnyMessage:
-    """A LangChain message from a message or a record ``{id, role, content, name?, timestamp?}``."""
-    if isinstance(item, BaseMessage):
-        message = cast(AnyMessage, item)
-        return message if message.id else message.model_copy(update={"id": _new_id()})
-    role = item.get("role")
-    if role not in ("user", "assistant"):
-        raise ValueError(f"role must be 'user' or 'assistant', got {role!r}")
-    content = item.get("content")
-    if not isinstance(content, str):
-        raise ValueError(f"message {item.get('id')!r} has no text content")
-    record: StoredMessage = {
-        "id": str(item.get("id") or _new_id()),
-        "role": role,
-        "content": content,
-    }
-    if item.get("name"):
-        record["name"] = str(item["name"])
-    if item.get("timestamp"):
-        record["timestamp"] = str(item["timestamp"])
-    return to_langchain(record)
-
-
 def _new_id() -> str:
     return f"msg-{uuid.uuid4().hex[:12]}"
+
+
+def _import_turns(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
+    """Group an import into turns: each user message with the replies that came before it."""
+    turns: list[list[AnyMessage]] = []
+    pending: list[AnyMessage] = []
+    for message in messages:
+        pending.append(message)
+        if isinstance(message, HumanMessage):
+            turns.append(pending)
+            pending = []
+    if pending:
+        turns.append(pending)
+    return turns
 
 
 class TopicMemory:
@@ -119,6 +114,7 @@ class TopicMemory:
         )
         self.graph = build_graph(self.checkpointer)
         self._replay_graph = build_graph(full_input=True)
+        self._locks = ThreadLocks(self.services, self.settings.lock_timeout_seconds)
 
     def close(self) -> None:
         """Close the checkpoint database (the topic files need no closing)."""
@@ -139,19 +135,61 @@ class TopicMemory:
             "max_concurrency": self.settings.max_active,
         }
 
-    def _run(self, thread_id: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return cast(
-            dict[str, Any],
-            self.graph.invoke(
-                cast(Any, payload),
-                self._config(thread_id),
-                context=TopicContext(services=self.services),
-            ),
-        )
+    @contextmanager
+    def writing(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's writer lock, so that several calls write as one.
+
+        ``chat`` and ``import_messages`` take it themselves (it is re-entrant); a second writer
+        of the thread, in this process or another, waits up to
+        ``Settings.lock_timeout_seconds``. Different threads never wait for each other.
+
+        Raises:
+            InputError: An invalid thread id (a ``ValueError``).
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        with self._locks.writer(check_thread_id(thread_id)):
+            yield
+
+    def run_turn(
+        self,
+        thread_id: str,
+        payload: Mapping[str, Any],
+        *,
+        services: TopicServices | None = None,
+    ) -> dict[str, Any]:
+        """Run one turn of the graph on ``payload``, holding the thread's locks.
+
+        Args:
+            thread_id: The conversation thread.
+            payload: The graph input (``messages`` and ``mode``).
+            services: Services for this turn only (e.g. another responder); the memory's own
+                by default. They must share the memory's store cache (``dataclasses.replace``).
+
+        Returns:
+            The state values after the turn.
+
+        Raises:
+            InputError: An invalid thread id (a ``ValueError``).
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        with self.writing(thread_id), self._locks.files(thread_id):
+            return cast(
+                dict[str, Any],
+                self.graph.invoke(
+                    cast(Any, dict(payload)),
+                    self._config(thread_id),
+                    context=TopicContext(services=services or self.services),
+                ),
+            )
 
     def chat(self, thread_id: str, text: str) -> str:
-        """Send a user message and return the assistant's answer."""
-        result = self._run(
+        """Send a user message and return the assistant's answer.
+
+        Raises:
+            InputError: An invalid thread id (a ``ValueError``).
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        result = self.run_turn(
             thread_id, {"messages": [HumanMessage(text, id=_new_id())], "mode": "chat"}
         )
         reply = result["messages"][-1]
@@ -160,40 +198,70 @@ class TopicMemory:
     def import_messages(
         self,
         thread_id: str,
-        messages: Iterable[BaseMessage | Mapping[str, Any]],
+        messages: Iterable[BaseMessage | Mapping[str, Any] | SourcedRecord],
         *,
         progress: Callable[[int], None] | None = None,
     ) -> int:
         """Record a past conversation without generating replies; returns how many were added.
 
+        The whole input is checked first (see ``langgraph_topics.importing``): a bad record,
+        an id used twice, or an id the thread already holds with other content raises
+        ``InputError`` naming the record, and nothing is written. Messages the thread already
+        holds (same id, same content) are skipped, so importing the same input again adds
+        nothing; records without an id get one derived from their content.
+
         Each user message arrives the way it would live (preceded by the replies to the one
-        before), so the estimate and the split run exactly as in a chat.
+        before), so the estimate and the split run exactly as in a chat. The thread's writer
+        lock is held for the whole import.
+
+        Args:
+            thread_id: The conversation thread.
+            messages: LangChain messages or records ``{id?, role, content, name?, timestamp?}``
+                (wrapped in ``SourcedRecord`` to have errors name a file line).
+            progress: Called after each turn with how many input records are done.
+
+        Raises:
+            InputError: A bad record, thread id or id conflict (a ``ValueError``).
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
-        pending: list[AnyMessage] = []
-        added = 0
-        for item in messages:
-            message = as_message(item)
-            pending.append(message)
-            if isinstance(message, HumanMessage):
-                self._run(thread_id, {"messages": pending, "mode": "import"})
-                added += len(pending)
-                pending = []
+        thread_id = check_thread_id(thread_id)
+        checked = check_records(messages)
+        with self.writing(thread_id):
+            with self._locks.files(thread_id):
+                held = self._held_messages(thread_id, [entry.id for entry in checked])
+            fresh = messages_to_add(checked, held, thread_id)
+            done = len(checked) - len(fresh)  # skipped: already in the thread
+            for batch in _import_turns(fresh):
+                self.run_turn(thread_id, {"messages": batch, "mode": "import"})
+                done += len(batch)
                 if progress:
-                    progress(added)
-        if pending:
-            self._run(thread_id, {"messages": pending, "mode": "import"})
-            added += len(pending)
-            if progress:
-                progress(added)
-        return added
+                    progress(done)
+        return len(fresh)
+
+    def _held_messages(self, thread_id: str, ids: Sequence[str]) -> dict[str, StoredMessage]:
+        """The thread's messages among ``ids``, from the working set or from the topics."""
+        wanted = set(ids)
+        working = {
+            message.id: to_stored(message)
+            for message in self.state(thread_id).get("messages", [])
+            if message.id in wanted
+        }
+        store = self.services.stores(thread_id).topic_store
+        in_topics = store.get_messages([i for i in ids if i not in working])
+        return {**in_topics, **working}
 
     def context(self, thread_id: str, text: str) -> ContextReport:
         """Assemble the main window for ``text`` as a turn would, changing nothing stored.
 
         Everything before the response runs (estimate, split, topic windows, activation); the
-        split's writes go to an in-memory overlay and the state is not checkpointed.
+        split's writes go to an in-memory overlay and the state is not checkpointed. The state
+        is read and the stores are (re)opened under the thread's file lock; the rest runs
+        without it, so a context query never holds up a writer.
         """
-        values = dict(self.graph.get_state(self._config(thread_id)).values)
+        thread_id = check_thread_id(thread_id)
+        with self._locks.files(thread_id):
+            values = self.state(thread_id)
+            self.services.stores(thread_id)  # opened (or re-opened) under the lock
         question = HumanMessage(
             text, id=_new_id(), additional_kwargs={TIMESTAMP_KEY: self.services.clock().isoformat()}
         )
@@ -221,43 +289,51 @@ class TopicMemory:
 
     def state(self, thread_id: str) -> dict[str, Any]:
         """The thread's checkpointed state values."""
-        return dict(self.graph.get_state(self._config(thread_id)).values)
+        return dict(self.graph.get_state(self._config(check_thread_id(thread_id))).values)
 
     def topics(self, thread_id: str) -> list[TopicSummary]:
         """Every topic of the thread with its status, size and brief."""
-        store = self.services.stores(thread_id).topic_store
-        registry = self.state(thread_id).get("topics", {})
-        summaries: list[TopicSummary] = []
-        for topic_id in store.topic_ids():
-            meta = store.meta(topic_id)
-            record = registry.get(topic_id)
-            summaries.append(
-                {
-                    "id": topic_id,
-                    "name": meta["name"],
-                    "status": record["status"] if record else "unregistered",
-                    "message_count": meta["message_count"],
-                    "brief": meta["brief"],
-                    "parent_id": meta["parent_id"],
-                    "scores": record["scores"] if record else [],
-                    "created_at": meta["created_at"],
-                    "last_active_at": record["last_active_at"] if record else meta["updated_at"],
-                }
-            )
-        return summaries
+        thread_id = check_thread_id(thread_id)
+        with self._locks.files(thread_id):
+            store = self.services.stores(thread_id).topic_store
+            registry = self.state(thread_id).get("topics", {})
+            summaries: list[TopicSummary] = []
+            for topic_id in store.topic_ids():
+                meta = store.meta(topic_id)
+                record = registry.get(topic_id)
+                summaries.append(
+                    {
+                        "id": topic_id,
+                        "name": meta["name"],
+                        "status": record["status"] if record else "unregistered",
+                        "message_count": meta["message_count"],
+                        "brief": meta["brief"],
+                        "parent_id": meta["parent_id"],
+                        "scores": record["scores"] if record else [],
+                        "created_at": meta["created_at"],
+                        "last_active_at": (
+                            record["last_active_at"] if record else meta["updated_at"]
+                        ),
+                    }
+                )
+            return summaries
 
     def transcript(self, thread_id: str) -> list[StoredMessage]:
         """The full conversation recovered from the topics and the working set, in order."""
-        store = self.services.stores(thread_id).topic_store
-        working = stored_view(self.state(thread_id).get("messages", []))
-        return [*store.transcript(), *unsplit_messages(working, store)]
+        thread_id = check_thread_id(thread_id)
+        with self._locks.files(thread_id):
+            store = self.services.stores(thread_id).topic_store
+            working = stored_view(self.state(thread_id).get("messages", []))
+            return [*store.transcript(), *unsplit_messages(working, store)]
 
     def check(self, thread_id: str) -> CheckReport:
         """Check invariants 1–3 of the design for a thread."""
+        thread_id = check_thread_id(thread_id)
         report = CheckReport()
-        values = self.state(thread_id)
+        with self._locks.files(thread_id):
+            values = self.state(thread_id)
+            located = self.services.stores(thread_id).topic_store.message_ids()  # a full audit
         working_ids = [m.id or "" for m in values.get("messages", [])]
-        located = self.services.stores(thread_id).topic_store.message_ids()  # a full audit
         check_partition(report, working_ids, located, values.get("total_messages", 0))
         context = values.get("context")
         if context and context["recent_ids"] and context["recent_ids"][-1] in working_ids:

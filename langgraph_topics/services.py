@@ -56,6 +56,15 @@ def thread_directory_name(thread_id: str) -> str:
     return f"{safe}-{digest}"
 
 
+def index_collection_name(thread_id: str) -> str:
+    """The Chroma collection of a thread's topic index.
+
+    Chroma refuses two consecutive periods in a collection name, which a thread id such as
+    ``../x`` leaves in its directory name; names without them stay as they always were.
+    """
+    return "t-" + thread_directory_name(thread_id).replace("..", "__")
+
+
 @dataclass
 class TopicServices:
     """Settings, roles and per-thread stores of one topic memory."""
@@ -105,7 +114,9 @@ class TopicServices:
             topic_store = JsonlTopicStore(root)
             return ThreadStores(
                 topic_store=topic_store,
-                topic_index=ChromaTopicIndex(data_dir / "index", embedder, collection=f"t-{name}"),
+                topic_index=ChromaTopicIndex(
+                    data_dir / "index", embedder, collection=index_collection_name(thread_id)
+                ),
                 message_index=open_message_index(root / "retrieval", embedder, topic_store),
             )
 
@@ -134,6 +145,20 @@ class TopicServices:
             if thread_id not in self._stores:
                 self._stores[thread_id] = self.open_stores(thread_id)
             return self._stores[thread_id]
+
+    def forget_stores(self, thread_id: str) -> None:
+        """Drop the cached stores of ``thread_id``: the next use opens them from disk again.
+
+        For when another process wrote the thread: the stores answer from views loaded when
+        they were opened. Callers must hold the thread's file lock (see ``thread_locks``), so
+        that no writer is halfway through an append while the stores are read back.
+        """
+        from langgraph_topics.stores.topic_index import ChromaTopicIndex
+
+        with self._lock:
+            dropped = self._stores.pop(thread_id, None)
+        if dropped is not None and isinstance(dropped.topic_index, ChromaTopicIndex):
+            ChromaTopicIndex.reload_from_disk_next_time()
 
     def dry_run(self) -> TopicServices:
         """A view whose store writes stay in memory (for context queries).

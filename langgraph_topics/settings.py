@@ -11,6 +11,15 @@ BUDGET_ENV = "LANGGRAPH_TOPICS_BUDGET"
 STRONG_MODEL_ENV = "LANGGRAPH_TOPICS_STRONG_MODEL"
 CHEAP_MODEL_ENV = "LANGGRAPH_TOPICS_CHEAP_MODEL"
 PROMPT_DIR_ENV = "LANGGRAPH_TOPICS_PROMPT_DIR"
+LOCK_TIMEOUT_ENV = "LANGGRAPH_TOPICS_LOCK_TIMEOUT"
+MIN_BUDGET_TOKENS = 200
+"""The smallest main-window budget accepted.
+
+Part of every window is fixed: the main-window system prompt without topics takes about 80
+(English) to 120 (Chinese) tokens with the bundled tokenizer, and the last messages always stay
+in the window. Under 200 tokens the system prompt alone fills most of the budget, every turn
+would split, and the recent messages would be cut to nothing.
+"""
 ROLE_NAMES = ("splitter", "topic_window", "brief_writer", "index_router", "responder")
 """The model roles; ``LANGGRAPH_TOPICS_<ROLE>_MODEL`` sets the model of one of them."""
 
@@ -20,7 +29,19 @@ def _default_data_dir() -> Path:
 
 
 def _default_budget() -> int:
-    return int(os.environ.get(BUDGET_ENV, "8000"))
+    raw = os.environ.get(BUDGET_ENV, "8000")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{BUDGET_ENV} must be a whole number of tokens, got {raw!r}") from None
+
+
+def _default_lock_timeout() -> float:
+    raw = os.environ.get(LOCK_TIMEOUT_ENV, "30")
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
 
 
 def _env_model(variable: str) -> str | None:
@@ -94,6 +115,10 @@ class Settings:
     """Retries of a malformed reply, with the error fed back, before the native back end."""
     tuning_log: bool = True
     """Append one line per turn to ``threads/<thread>/tuning.jsonl`` (seed 000 §16)."""
+    lock_timeout_seconds: float = field(default_factory=_default_lock_timeout)
+    """How long a write (``chat``, an import) waits for another writer of the same thread
+    (another process, or thread) before it fails with ``ThreadBusyError``; a read waits as
+    long for the turn being written. ``LANGGRAPH_TOPICS_LOCK_TIMEOUT`` sets it."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
@@ -106,8 +131,17 @@ class Settings:
             )
         if self.budget_tokens <= 0:
             raise ValueError(f"budget_tokens must be positive, got {self.budget_tokens}")
+        if self.budget_tokens < MIN_BUDGET_TOKENS:
+            raise ValueError(
+                f"budget_tokens must be at least {MIN_BUDGET_TOKENS} (the system prompt and the "
+                f"recent messages need room), got {self.budget_tokens}"
+            )
         unknown = sorted(set(self.role_models) - set(ROLE_NAMES))
         if unknown:
             raise ValueError(f"role_models has unknown roles {unknown}; known: {ROLE_NAMES}")
         if self.model_retries < 0 or self.format_retries < 0:
             raise ValueError("model_retries and format_retries must not be negative")
+        if not self.lock_timeout_seconds >= 0:
+            raise ValueError(
+                f"lock_timeout_seconds must not be negative, got {self.lock_timeout_seconds}"
+            )

@@ -1,4 +1,9 @@
-"""The ``langgraph-topics`` command line."""
+"""The ``langgraph-topics`` command line.
+
+Exit status: 0 done; 1 ``check`` found a broken invariant; 2 a usage or input error (a bad
+argument, import file or ``cli.json``), reported as one line on standard error before anything
+is written; 3 the thread is busy (another process kept writing it past the lock timeout).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,42 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from langgraph_topics.bench.cli import add_bench_parser, run_bench
 from langgraph_topics.cli.demo import run_demo
+from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
 from langgraph_topics.cli.tables import clip, render_table
+from langgraph_topics.errors import InputError, ThreadBusyError
+from langgraph_topics.importing import check_records, read_jsonl
+from langgraph_topics.settings import MIN_BUDGET_TOKENS
+from langgraph_topics.thread_ids import check_thread_id
 
-CLI_SETTINGS_FILE = "cli.json"
-"""Remembers ``--budget`` per data directory, so later commands see the same window."""
+__all__ = ["CLI_SETTINGS_FILE", "build_parser", "main"]
+
+PROG = "langgraph-topics"
+INPUT_ERROR = 2
+BUSY = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (subcommand parsers inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(INPUT_ERROR, f"{self.prog}: error: {_one_line(message)} (see --help)\n")
+
+
+def _one_line(text: str) -> str:
+    """Keep an error on one line (a path or a repr'd value may hold a newline)."""
+    return " ".join(str(text).split("\n"))
+
+
+def _thread(text: str) -> str:
+    """Read ``--thread`` (an ``argparse`` type: a bad id is a usage error)."""
+    try:
+        return check_thread_id(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -24,20 +57,21 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=Path(".langgraph_topics"),
         help="where topics, index and checkpoints live (default ./.langgraph_topics)",
     )
-    parser.add_argument("--thread", default="default", help="conversation thread id")
+    parser.add_argument("--thread", type=_thread, default="default", help="conversation thread id")
     parser.add_argument(
         "--budget",
-        type=int,
+        type=parse_budget,
         default=None,
-        help="main-window token budget (remembered per data directory)",
+        help=(
+            f"main-window token budget, at least {MIN_BUDGET_TOKENS} tokens "
+            "(remembered per data directory)"
+        ),
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="langgraph-topics", description="Topic-partitioned chat memory."
-    )
+    parser = _Parser(prog=PROG, description="Topic-partitioned chat memory.")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run the scripted offline demo")
     _common(demo)
@@ -67,36 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _budget(args: argparse.Namespace) -> int | None:
-    path = Path(args.data_dir) / CLI_SETTINGS_FILE
-    if args.budget is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"budget": args.budget}), "utf-8")
-        return int(args.budget)
-    if path.is_file():
-        return int(json.loads(path.read_text("utf-8"))["budget"])
-    return None
-
-
 def _memory(args: argparse.Namespace) -> Any:
     from langgraph_topics.memory import TopicMemory
 
-    return TopicMemory(data_dir=args.data_dir, budget_tokens=_budget(args))
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise SystemExit(f"{path}:{number}: not JSON ({error.msg})") from error
-        if not isinstance(record, dict) or record.get("role") not in ("user", "assistant"):
-            raise SystemExit(f"{path}:{number}: need an object with role user|assistant")
-        records.append(record)
-    return records
+    budget = remembered_budget(args.data_dir, args.budget)
+    try:
+        return TopicMemory(data_dir=args.data_dir, budget_tokens=budget)
+    except ValueError as error:  # a setting from the environment (LANGGRAPH_TOPICS_*)
+        raise InputError(f"settings: {error}") from None
 
 
 def _chat(args: argparse.Namespace) -> int:
@@ -115,16 +127,25 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    records = _read_jsonl(args.file)
+    records = read_jsonl(args.file)
+    check_records(records)  # the whole file, before the memory is even opened
     memory = _memory(args)
+    shown = False
 
     def progress(done: int) -> None:
+        nonlocal shown
+        shown = True
         print(f"\rimported {done}/{len(records)}", end="", file=sys.stderr, flush=True)
 
-    added = memory.import_messages(args.thread, records, progress=progress)
-    print(file=sys.stderr)
+    try:
+        added = memory.import_messages(args.thread, records, progress=progress)
+    finally:
+        if shown:  # end the progress line (before an error, too)
+            print(file=sys.stderr)
     topics = memory.topics(args.thread)
-    print(f"imported {added} messages into {len(topics)} topics")
+    already = len(records) - added
+    note = f" ({already} already there)" if already else ""
+    print(f"imported {added} messages into {len(topics)} topics{note}")
     return 0
 
 
@@ -240,7 +261,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "topics": _topics,
         "check": _check,
     }
-    return handlers[args.command](args)
+    try:
+        return handlers[args.command](args)
+    except InputError as error:
+        print(f"{PROG}: error: {_one_line(str(error))}", file=sys.stderr)
+        return INPUT_ERROR
+    except ThreadBusyError as error:
+        print(f"{PROG}: error: {_one_line(str(error))}", file=sys.stderr)
+        return BUSY
 
 
 if __name__ == "__main__":

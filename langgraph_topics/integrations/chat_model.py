@@ -20,7 +20,6 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph_topics.integrations.messages import context_messages
 from langgraph_topics.memory import TopicMemory
 from langgraph_topics.roles.protocols import ResponderReply
-from langgraph_topics.services import TopicContext
 from langgraph_topics.state.messages import text_of
 from langgraph_topics.state.records import AssembledContext
 
@@ -119,10 +118,8 @@ class TopicMemoryRunnable(Runnable[Any, AIMessage]):
         responder = _RunnableResponder(self.model, self.system_prompt, config)
         base = self.memory.services
         services = replace(base, roles=replace(base.roles, responder=responder))
-        result = self.memory.graph.invoke(
-            {"messages": [message], "mode": "chat"},
-            {"configurable": {"thread_id": thread_id}, "recursion_limit": 100},
-            context=TopicContext(services=services),
+        result = self.memory.run_turn(
+            thread_id, {"messages": [message], "mode": "chat"}, services=services
         )
         stored = result["messages"][-1]
         if responder.reply is None:  # the graph answered itself (e.g. asked which topic)

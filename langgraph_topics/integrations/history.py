@@ -18,22 +18,25 @@ def import_chat_history(
     """Record the messages of ``history`` in ``thread_id``; returns how many were added.
 
     Messages without an id get a positional one (``history-000000``, …), so importing the same
-    history again, or after it grew, adds only the messages memory does not have yet. System
-    messages are instructions, not conversation, and are skipped.
+    history again, or after it grew, adds only the messages memory does not have yet (the
+    import skips ids the thread holds with the same content). System messages are
+    instructions, not conversation, and are skipped.
 
     Args:
         memory: The topic memory to import into.
         thread_id: The conversation thread.
         history: Any LangChain chat message history (in memory, file, Redis, SQL, …).
         id_prefix: Prefix of the positional ids given to messages without one.
+
+    Raises:
+        InputError: A message's id is in the thread with other content (the history was
+            edited, not only extended); nothing is written then.
     """
-    known = {record["id"] for record in memory.transcript(thread_id)}
     pending: list[BaseMessage] = []
     for position, message in enumerate(history.messages):
         if isinstance(message, SystemMessage):
             continue
         if not message.id:
             message = message.model_copy(update={"id": f"{id_prefix}{position:06d}"})
-        if message.id not in known:
-            pending.append(message)
+        pending.append(message)
     return memory.import_messages(thread_id, pending) if pending else 0

@@ -155,6 +155,20 @@ class ChromaTopicIndex:
         with self._lock:
             return int(self._collection.count())
 
+    @staticmethod
+    def reload_from_disk_next_time() -> None:
+        """Make the next index opened in this process read its collection from disk again.
+
+        Chroma keeps one client system per path and process, with each collection's vector
+        index in memory, and hands it to every client opened later. Once another process has
+        written a collection, that copy is stale (a query then fails with "Error finding id");
+        dropping the cache gives the next client a fresh system. Indexes already open keep the
+        system they were opened with.
+        """
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient.clear_system_cache()
+
 
 class InMemoryTopicIndex:
     """The same index kept in memory with numpy: no persistence, for tests and dry runs.

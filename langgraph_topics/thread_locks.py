@@ -1,0 +1,136 @@
+"""Per-thread locks between processes, and the re-opening of stores another process changed.
+
+Two ``fcntl.flock`` locks per thread, on files in the thread's directory
+(``<data-dir>/threads/<thread-dir>/``):
+
+``.lock`` (the writer lock)
+    Held by a writer for its whole operation (``chat``, a whole ``import_messages``), so two
+    writers of one thread take turns instead of interleaving and losing messages.
+``.files.lock`` (the file lock)
+    Held while the thread's files are written or read back: by each turn of a writer, and by
+    a reader (``context``, ``topics``, ``transcript``, ``check``) while it reads. Opening the
+    stores repairs torn lines and brings the message index level with the topics, which must
+    not happen halfway through another process's append; and a reader waits for one turn at
+    most, never for a whole import.
+
+The JSONL topic store and the message index answer from views loaded when they were opened.
+Each time the file lock is taken, the thread's files are compared with how this process left
+them when it last released the lock; if another process wrote in between, the cached stores are
+dropped and re-opened from disk. Threads never wait for each other.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from langgraph_topics.errors import ThreadBusyError
+from langgraph_topics.services import TopicServices, thread_directory_name
+from langgraph_topics.stores.file_lock import FileLock
+
+WRITER_LOCK_FILE = ".lock"
+FILES_LOCK_FILE = ".files.lock"
+
+Fingerprint = tuple[tuple[str, int, int, int], ...]
+"""Path, size, modification time and inode of every file of a thread's stores."""
+
+
+def thread_directory(data_dir: Path, thread_id: str) -> Path:
+    """The directory holding a thread's topic files, retrieval index and lock files."""
+    return Path(data_dir) / "threads" / thread_directory_name(thread_id)
+
+
+def fingerprint(directory: Path) -> Fingerprint:
+    """What the files under ``directory`` look like now (lock files left out).
+
+    The stores only ever append, rewrite whole files or truncate a torn tail, and each of
+    these changes a file's size, modification time or inode.
+    """
+    entries: list[tuple[str, int, int, int]] = []
+    for root, _, names in os.walk(directory):
+        for name in names:
+            if name in (WRITER_LOCK_FILE, FILES_LOCK_FILE):
+                continue
+            path = os.path.join(root, name)
+            try:
+                stat = os.stat(path)
+            except FileNotFoundError:  # a scratch file replaced meanwhile
+                continue
+            entries.append((path, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+    return tuple(sorted(entries))
+
+
+class ThreadLocks:
+    """The writer and file locks of every thread of one memory (see the module docstring).
+
+    Args:
+        services: Whose cached stores are dropped when another process changed them.
+        timeout_seconds: How long to wait for a lock before ``ThreadBusyError``.
+    """
+
+    def __init__(self, services: TopicServices, timeout_seconds: float) -> None:
+        self.services = services
+        self.timeout_seconds = timeout_seconds
+        self._locks: dict[Path, FileLock] = {}
+        self._seen: dict[str, Fingerprint] = {}
+        """How each thread's files looked when this process last released its file lock."""
+        self._mutex = threading.Lock()
+
+    def directory(self, thread_id: str) -> Path:
+        """The thread's directory (where its lock files are)."""
+        return thread_directory(self.services.settings.data_dir, thread_id)
+
+    @contextmanager
+    def writer(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's writer lock (re-entrant within the holding thread).
+
+        Raises:
+            ThreadBusyError: Another writer kept it longer than the timeout.
+        """
+        with self._hold(thread_id, WRITER_LOCK_FILE):
+            yield
+
+    @contextmanager
+    def files(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's file lock, with stores that show every other process's writes.
+
+        Raises:
+            ThreadBusyError: Another process kept it longer than the timeout.
+        """
+        with self._hold(thread_id, FILES_LOCK_FILE) as outermost:
+            if outermost:
+                self._refresh(thread_id)
+            try:
+                yield
+            finally:
+                if outermost:
+                    self._seen[thread_id] = fingerprint(self.directory(thread_id))
+
+    def _refresh(self, thread_id: str) -> None:
+        """Drop the cached stores if the files changed since this process last held the lock.
+
+        Stores opened without the lock (no fingerprint was taken) are trusted as they are.
+        """
+        seen = self._seen.get(thread_id)
+        if seen is not None and seen != fingerprint(self.directory(thread_id)):
+            self.services.forget_stores(thread_id)
+
+    def _lock(self, path: Path) -> FileLock:
+        with self._mutex:
+            if path not in self._locks:
+                self._locks[path] = FileLock(path)
+            return self._locks[path]
+
+    @contextmanager
+    def _hold(self, thread_id: str, file_name: str) -> Iterator[bool]:
+        """Take one of the thread's locks; yields whether this is the outermost hold."""
+        lock = self._lock(self.directory(thread_id) / file_name)
+        if not lock.acquire(self.timeout_seconds):
+            raise ThreadBusyError(f"thread {thread_id!r} is busy: another process is writing it")
+        try:
+            yield lock.depth == 1
+        finally:
+            lock.release()
