@@ -152,7 +152,13 @@ def plot_recall(report: dict[str, Any], path: Path) -> Path:
     axes.set_ylabel("mean evidence recall")
     axes.set_ylim(0, 1.02)
     axes.grid(alpha=0.3)
-    axes.set_title(f"LoCoMo evidence recall ({', '.join(report['config']['conversations'])})")
+    conversations = report["config"]["conversations"]
+    names = (
+        ", ".join(conversations)
+        if len(conversations) <= 5
+        else f"{len(conversations)} conversations"
+    )
+    axes.set_title(f"evidence recall, {Path(report['config']['data']).stem} ({names})")
     axes.legend(fontsize=8, loc="lower right")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
