@@ -263,8 +263,9 @@ def _whole_exchanges(
                 else counter(quote_line(m) + "\n")
                 for m in exchange
             )
-            merged[key] = _Piece(piece.kind, piece.value, cost, piece.topic_id, list(exchange),
-                                 piece.order)  # fmt: skip
+            merged[key] = _Piece(
+                piece.kind, piece.value, cost, piece.topic_id, list(exchange), piece.order
+            )
         elif piece.value > known.value:
             known.value = piece.value
     return kept + list(merged.values())
