@@ -187,3 +187,19 @@ def test_recent_messages_that_open_with_a_tool_result_keep_its_call() -> None:
     assert window["recent_ids"][:2] == ["m10", "m11"]
     tight = _window(working, [], [], budget=900)
     assert {"m10", "m11"} <= set(tight["message_ids"]) and tight["tokens"] <= 900
+
+
+def test_an_unanswered_tool_call_does_not_glue_the_rest_of_the_conversation() -> None:
+    from langgraph_topics.state.units import group_units, split_point
+
+    call: StoredMessage = {
+        "id": "c",
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "never-answered", "name": "search", "args": {}}],
+    }
+    messages = [_message(0), call] + [_message(i, role="user") for i in range(1, 30)]
+    units = group_units(messages)
+    assert [m["id"] for m in units[0]] == ["m0", "c"]
+    assert len(units) == 30
+    assert split_point(messages, 20) == 11

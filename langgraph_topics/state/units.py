@@ -17,7 +17,12 @@ def group_units(messages: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
     units: list[list[StoredMessage]] = []
     open_calls: set[str] = set()
     for message in messages:
-        starts_unit = message["role"] == "user" and not open_calls
+        # A user message ends any tool exchange still open: a call never answered by then
+        # will not be (providers refuse such a history anyway), and waiting for it would glue
+        # every later message into one unit that no split could ever cut.
+        starts_unit = message["role"] == "user"
+        if starts_unit:
+            open_calls.clear()
         if starts_unit or not units:
             units.append([message])
         else:
