@@ -103,20 +103,6 @@ def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> Stor
     return {**message, "content": text[:low] + TRUNCATION_MARK}
 
 
-def _recent_with_calls(working: Sequence[StoredMessage], keep_recent: int) -> list[StoredMessage]:
-    """The last ``keep_recent`` messages, reaching back to the call of a tool result they open.
-
-    Invariant 8: when the cut falls inside a tool exchange, the call and its earlier results
-    join the fixed part instead of being left to the selection (where they could give way).
-    """
-    recent = recent_messages(working, keep_recent)
-    start = len(working) - len(recent)
-    while start > 0 and recent and recent[0]["role"] == "tool":
-        start -= 1
-        recent = list(working[start:])
-    return recent
-
-
 def _fit_recent(
     recent: list[StoredMessage], room: int, counter: TokenCounter, trimmed: list[TrimRecord]
 ) -> list[StoredMessage]:
@@ -386,7 +372,7 @@ def assemble_window(
     Returns:
         The assembled context; ``trimmed`` lists the most valuable pieces that gave way.
     """
-    recent = _recent_with_calls(working, keep_recent)
+    recent = recent_messages(working, keep_recent)
     older = working[: len(working) - len(recent)]
     unsplit = [m for m in older if m["id"] not in located]
     placed = {m["id"] for m in recent}

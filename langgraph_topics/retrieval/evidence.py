@@ -90,7 +90,6 @@ class Evidence:
 
     query: str
     query_vector: npt.NDArray[np.float32]
-    ids: list[str]
     group_codes: npt.NDArray[np.int64]
     group_names: list[str]
     """Topic ids by code (``UNSPLIT_GROUP`` for the unsplit messages)."""
@@ -122,7 +121,7 @@ class Evidence:
     def rank_of(self, message_id: str) -> int:
         """A message's thread-wide rank (the number of messages when it was not scored)."""
         position = self.position.get(message_id)
-        return len(self.ids) if position is None else self.rank_at(position)
+        return len(self.score) if position is None else self.rank_at(position)
 
     def ranked(self, message_ids: Sequence[str]) -> list[str]:
         """The given ids that were scored, best first (ties in the given order)."""
@@ -197,8 +196,8 @@ class EvidenceScorer:
     ) -> Evidence:
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         snap = base.snapshot()
-        base_count = len(snap.ids)
-        ids = snap.ids
+        base_count = snap.count
+        extra_ids: list[str] = []
         names = list(snap.topic_names)
         code_of = {name: code for code, name in enumerate(names)}
         extra_codes: list[int] = []
@@ -214,7 +213,7 @@ class EvidenceScorer:
 
         if isinstance(index, OverlayMessageIndex):  # a dry run's split, indexed in memory
             view = index.snapshot()
-            ids = ids + view.ids
+            extra_ids.extend(index.ids[: view.count])
             extra_codes.extend(code(view.topic_names[c]) for c in view.codes)
             extra_times.extend(None if np.isnan(t) else float(t) for t in view.times)
             extra_vectors.extend(view.vectors)
@@ -224,7 +223,7 @@ class EvidenceScorer:
             keyed = [((m["id"], hash(t)), t) for m, t in zip(unsplit, texts, strict=True)]
             extra_vectors.extend(self.vectors.embed(keyed))
             extra_terms.extend(lexical_terms(t) for t in texts)
-            ids = ids + [m["id"] for m in unsplit]
+            extra_ids.extend(m["id"] for m in unsplit)
             extra_codes.extend(code(UNSPLIT_GROUP) for _ in unsplit)
             extra_times.extend(message_time(m) for m in unsplit)
         query_vector = self.vectors.embed([(("query", query), query or " ")])[0]
@@ -252,13 +251,12 @@ class EvidenceScorer:
         return Evidence(
             query=query,
             query_vector=query_vector,
-            ids=ids,
             group_codes=codes,
             group_names=names,
             position=Positions(
                 base.position,
                 base_count,
-                {message_id: base_count + i for i, message_id in enumerate(ids[base_count:])},
+                {message_id: base_count + i for i, message_id in enumerate(extra_ids)},
             ),
             score=fused,
             relevance=1.0 / (1.0 + np.exp(-(fused - RELEVANCE_CENTRE))),

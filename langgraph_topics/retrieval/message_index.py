@@ -66,7 +66,8 @@ def message_time(message: StoredMessage) -> float | None:
 class Snapshot:
     """A consistent view of an index for one search."""
 
-    ids: list[str]
+    count: int
+    """Messages in this view (later appends do not show)."""
     topic_names: list[str]
     """Topic ids by code."""
     codes: npt.NDArray[np.int64]
@@ -193,7 +194,7 @@ class MessageIndex:
                 )
                 self._arrays = (count, codes, times)
             return Snapshot(
-                ids=list(self.ids),
+                count=count,
                 topic_names=list(self.topic_names),
                 codes=self._arrays[1],
                 times=self._arrays[2],

@@ -31,5 +31,14 @@ def located_in_topics(message_ids: Iterable[str], store: TopicStore) -> dict[str
 
 
 def recent_messages(messages: Sequence[StoredMessage], keep_recent: int) -> list[StoredMessage]:
-    """The last ``keep_recent`` messages (always in the main window)."""
-    return list(messages[-keep_recent:]) if keep_recent > 0 else []
+    """The last ``keep_recent`` messages (always in the main window).
+
+    When the cut falls inside a tool exchange, it moves back to the call: a tool result never
+    opens the window without the call it answers (invariant 8).
+    """
+    if keep_recent <= 0:
+        return []
+    start = max(0, len(messages) - keep_recent)
+    while start > 0 and messages[start]["role"] == "tool":
+        start -= 1
+    return list(messages[start:])
