@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -12,11 +13,22 @@ from typing import Any, TypedDict, cast
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_topics.checks import CheckReport, check_context, check_partition
+from langgraph_topics.checks import (
+    CheckReport,
+    check_context,
+    check_partition,
+    check_topic_files,
+)
+from langgraph_topics.errors import InputError
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.roles.protocols import Roles
-from langgraph_topics.services import TopicContext, TopicServices
+from langgraph_topics.services import (
+    TopicContext,
+    TopicServices,
+    branch_ranges,
+    thread_directory,
+)
 from langgraph_topics.settings import Settings
 from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
 from langgraph_topics.state.records import (
@@ -29,9 +41,12 @@ from langgraph_topics.state.records import (
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.stores.topic_audit import audit_topic_files
 from langgraph_topics.thread_ids import check_thread_id
 from langgraph_topics.thread_locks import ThreadLocks
 from langgraph_topics.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
 
 
 class ContextReport(TypedDict):
@@ -126,11 +141,14 @@ class TopicMemory:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _config(self, thread_id: str) -> RunnableConfig:
+    def _config(self, thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
         # Every active topic window of a turn runs at once (LangGraph's default pool has only
         # a few workers on a small machine, and model calls mostly wait on the network).
+        configurable: dict[str, Any] = {"thread_id": thread_id}
+        if checkpoint_id is not None:
+            configurable["checkpoint_id"] = checkpoint_id
         return {
-            "configurable": {"thread_id": thread_id},
+            "configurable": configurable,
             "recursion_limit": 100,
             "max_concurrency": self.settings.max_active,
         }
@@ -156,6 +174,7 @@ class TopicMemory:
         payload: Mapping[str, Any],
         *,
         services: TopicServices | None = None,
+        checkpoint_id: str | None = None,
     ) -> dict[str, Any]:
         """Run one turn of the graph on ``payload``, holding the thread's locks.
 
@@ -164,6 +183,8 @@ class TopicMemory:
             payload: The graph input (``messages`` and ``mode``).
             services: Services for this turn only (e.g. another responder); the memory's own
                 by default. They must share the memory's store cache (``dataclasses.replace``).
+            checkpoint_id: Run from this earlier checkpoint instead of the newest: a fork, as
+                Studio makes one. The new branch sees the topics as they were there.
 
         Returns:
             The state values after the turn.
@@ -173,14 +194,50 @@ class TopicMemory:
             ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
         with self.writing(thread_id), self._locks.files(thread_id):
+            if checkpoint_id is None:
+                self._finish_interrupted(thread_id)
             return cast(
                 dict[str, Any],
                 self.graph.invoke(
                     cast(Any, dict(payload)),
-                    self._config(thread_id),
+                    self._config(thread_id, checkpoint_id),
                     context=TopicContext(services=services or self.services),
                 ),
             )
+
+    def resume(self, thread_id: str) -> dict[str, Any] | None:
+        """Finish a turn that a crash (or a failing step) cut short.
+
+        A turn's input is saved before its steps run; LangGraph drops such unfinished work
+        when the next input arrives, which would lose the message it carried. Every writer
+        (``run_turn``, ``chat``, ``import_messages``) therefore finishes it first; call this to
+        do it on its own (e.g. to show the answer a killed ``chat`` never printed).
+
+        Returns:
+            The state after the finished turn, or None when no turn was cut short.
+        """
+        thread_id = check_thread_id(thread_id)
+        with self.writing(thread_id), self._locks.files(thread_id):
+            return self._finish_interrupted(thread_id)
+
+    def interrupted(self, thread_id: str) -> bool:
+        """Whether the newest checkpoint holds a turn that has not run to its end."""
+        config = self._config(check_thread_id(thread_id))
+        saved = self.checkpointer.get_tuple(config)
+        if saved is None:
+            return False
+        return bool(saved.pending_writes) or bool(self.graph.get_state(config).next)
+
+    def _finish_interrupted(self, thread_id: str) -> dict[str, Any] | None:
+        if not self.interrupted(thread_id):
+            return None
+        log.info("thread %s: finishing a turn that was cut short", thread_id)
+        return cast(
+            dict[str, Any],
+            self.graph.invoke(
+                None, self._config(thread_id), context=TopicContext(services=self.services)
+            ),
+        )
 
     def chat(self, thread_id: str, text: str) -> str:
         """Send a user message and return the assistant's answer.
@@ -228,6 +285,7 @@ class TopicMemory:
         checked = check_records(messages)
         with self.writing(thread_id):
             with self._locks.files(thread_id):
+                self._finish_interrupted(thread_id)  # its messages count as held below
                 held = self._held_messages(thread_id, [entry.id for entry in checked])
             fresh = messages_to_add(checked, held, thread_id)
             done = len(checked) - len(fresh)  # skipped: already in the thread
@@ -246,7 +304,7 @@ class TopicMemory:
             for message in self.state(thread_id).get("messages", [])
             if message.id in wanted
         }
-        store = self.services.stores(thread_id).topic_store
+        store = self.services.branch_stores(thread_id, self.state(thread_id)).topic_store
         in_topics = store.get_messages([i for i in ids if i not in working])
         return {**in_topics, **working}
 
@@ -261,7 +319,7 @@ class TopicMemory:
         thread_id = check_thread_id(thread_id)
         with self._locks.files(thread_id):
             values = self.state(thread_id)
-            self.services.stores(thread_id)  # opened (or re-opened) under the lock
+            self.services.branch_stores(thread_id, values)  # opened (or re-opened) under the lock
         question = HumanMessage(
             text, id=_new_id(), additional_kwargs={TIMESTAMP_KEY: self.services.clock().isoformat()}
         )
@@ -287,16 +345,18 @@ class TopicMemory:
             "events": result.get("events", []),
         }
 
-    def state(self, thread_id: str) -> dict[str, Any]:
-        """The thread's checkpointed state values."""
-        return dict(self.graph.get_state(self._config(check_thread_id(thread_id))).values)
+    def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
+        """The thread's checkpointed state values (of its newest checkpoint by default)."""
+        config = self._config(check_thread_id(thread_id), checkpoint_id)
+        return dict(self.graph.get_state(config).values)
 
     def topics(self, thread_id: str) -> list[TopicSummary]:
         """Every topic of the thread with its status, size and brief."""
         thread_id = check_thread_id(thread_id)
         with self._locks.files(thread_id):
-            store = self.services.stores(thread_id).topic_store
-            registry = self.state(thread_id).get("topics", {})
+            values = self.state(thread_id)
+            store = self.services.branch_stores(thread_id, values).topic_store
+            registry = values.get("topics", {})
             summaries: list[TopicSummary] = []
             for topic_id in store.topic_ids():
                 meta = store.meta(topic_id)
@@ -322,24 +382,83 @@ class TopicMemory:
         """The full conversation recovered from the topics and the working set, in order."""
         thread_id = check_thread_id(thread_id)
         with self._locks.files(thread_id):
-            store = self.services.stores(thread_id).topic_store
-            working = stored_view(self.state(thread_id).get("messages", []))
+            values = self.state(thread_id)
+            store = self.services.branch_stores(thread_id, values).topic_store
+            working = stored_view(values.get("messages", []))
             return [*store.transcript(), *unsplit_messages(working, store)]
 
-    def check(self, thread_id: str) -> CheckReport:
-        """Check invariants 1–3 of the design for a thread."""
+    def exists(self, thread_id: str) -> bool:
+        """Whether the thread has a checkpoint or stored topics (looking creates nothing)."""
         thread_id = check_thread_id(thread_id)
+        if self.checkpointer.get_tuple(self._config(thread_id)) is not None:
+            return True
+        return thread_directory(Path(self.settings.data_dir), thread_id).is_dir()
+
+    def check(self, thread_id: str, checkpoint_id: str | None = None) -> CheckReport:
+        """Check invariants 1–3 of the design for a thread, as one branch of it sees them.
+
+        Args:
+            thread_id: The conversation thread (it must exist: nothing is created).
+            checkpoint_id: The branch to check, by one of its checkpoints; the newest by
+                default.
+
+        Returns:
+            Every finding, each naming the ids, files and lines concerned. Records a crash cut
+            short before their checkpoint, and records of other branches, are reported as
+            notes: they are unseen, and nothing is lost.
+
+        Raises:
+            InputError: An invalid thread id, or a thread that does not exist.
+        """
+        thread_id = check_thread_id(thread_id)
+        if not self.exists(thread_id):
+            raise InputError(f"no thread {thread_id!r} in {self.settings.data_dir}")
         report = CheckReport()
         with self._locks.files(thread_id):
-            values = self.state(thread_id)
-            located = self.services.stores(thread_id).topic_store.message_ids()  # a full audit
+            values = self.state(thread_id, checkpoint_id)
+            ranges = branch_ranges(values)
+            root = thread_directory(Path(self.settings.data_dir), thread_id)
+            audit = audit_topic_files(root, ranges)  # before the store cuts torn lines
+            store = self.services.stores(thread_id, ranges).topic_store
+            located = store.message_ids()
+            cut_short = checkpoint_id is None and self.interrupted(thread_id)
         working_ids = [m.id or "" for m in values.get("messages", [])]
-        check_partition(report, working_ids, located, values.get("total_messages", 0))
+        total = values.get("total_messages", 0)
+        if cut_short:
+            # The turn's input is saved, its first step (which counts it) has not run yet.
+            last_seen = values.get("last_seen_id")
+            start = working_ids.index(last_seen) + 1 if last_seen in working_ids else 0
+            arrived = working_ids[start:]
+            report.note(
+                f"a turn was cut short: {len(arrived)} arrived messages are saved but not yet "
+                f"counted; the next turn (or resume) finishes it: {arrived[:5]}"
+            )
+            total += len(arrived)
+        check_partition(report, working_ids, located, total)
+        check_topic_files(report, audit, working_ids)
+        if len(set(working_ids) | set(located)) < total:
+            lost = self._lost_ids(thread_id, checkpoint_id, set(working_ids) | set(located))
+            if lost:
+                report.fail(
+                    f"invariant 1: lost messages (seen in earlier checkpoints): {lost[:10]}"
+                )
         context = values.get("context")
         if context and context["recent_ids"] and context["recent_ids"][-1] in working_ids:
             newest = working_ids.index(context["recent_ids"][-1])
             expected = working_ids[max(0, newest + 1 - self.settings.keep_recent) : newest + 1]
             check_context(report, context, expected, values.get("topic_results", {}))
         else:
-            report.findings.append("invariants 2-3: no current assembled window to check")
+            report.note("invariants 2-3: no current assembled window to check")
         return report
+
+    def _lost_ids(self, thread_id: str, checkpoint_id: str | None, held: set[str]) -> list[str]:
+        """Ids that earlier checkpoints of the branch held and that are held nowhere now."""
+        lost: dict[str, None] = {}
+        config: RunnableConfig | None = self._config(thread_id, checkpoint_id)
+        while config is not None:
+            snapshot = self.graph.get_state(config)
+            for message in snapshot.values.get("messages", []):
+                if message.id and message.id not in held:
+                    lost.setdefault(message.id)
+            config = snapshot.parent_config
+        return list(lost)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +29,14 @@ from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.settings import Settings
 from langgraph_topics.stores.embeddings import CachingEmbedder, UseEmbedder
 from langgraph_topics.stores.overlay import OverlayTopicIndex, OverlayTopicStore
-from langgraph_topics.stores.protocols import Embedder, TopicIndex, TopicStore
+from langgraph_topics.stores.protocols import (
+    BranchedTopicStore,
+    Embedder,
+    TopicIndex,
+    TopicStore,
+)
+from langgraph_topics.stores.seq_ranges import SeqRanges, normalize
+from langgraph_topics.thread_ids import check_thread_id
 from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import RoleStatsCollector
 
@@ -37,6 +44,12 @@ from langgraph_topics.tuning.role_stats import RoleStatsCollector
 def utc_now() -> datetime:
     """The current time, timezone-aware."""
     return datetime.now(UTC)
+
+
+def branch_ranges(state: Mapping[str, Any]) -> SeqRanges | None:
+    """The topic-store ranges a checkpoint's values recorded (``None`` before any split)."""
+    recorded = state.get("store_ranges")
+    return None if recorded is None else normalize(recorded)
 
 
 @dataclass
@@ -54,6 +67,11 @@ def thread_directory_name(thread_id: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", thread_id)[:48]
     digest = hashlib.sha1(thread_id.encode("utf-8")).hexdigest()[:10]
     return f"{safe}-{digest}"
+
+
+def thread_directory(data_dir: Path, thread_id: str) -> Path:
+    """Where the embedded stores keep a thread's topic files and retrieval index."""
+    return Path(data_dir) / "threads" / thread_directory_name(thread_id)
 
 
 def index_collection_name(thread_id: str) -> str:
@@ -82,6 +100,8 @@ class TopicServices:
     """Model-role call records of each thread, drained into the tuning log every turn."""
     record_tuning: bool = True
     """Whether turns append to the tuning log (off for dry runs)."""
+    writes_in_memory: bool = False
+    """Whether store writes stay in memory (a dry run): a context query may split then."""
     _stores: dict[str, ThreadStores] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -109,8 +129,7 @@ class TopicServices:
         data_dir = Path(settings.data_dir)
 
         def open_stores(thread_id: str) -> ThreadStores:
-            name = thread_directory_name(thread_id)
-            root = data_dir / "threads" / name
+            root = thread_directory(data_dir, thread_id)
             topic_store = JsonlTopicStore(root)
             return ThreadStores(
                 topic_store=topic_store,
@@ -139,12 +158,33 @@ class TopicServices:
         assert self.evidence is not None
         return self.evidence
 
-    def stores(self, thread_id: str) -> ThreadStores:
-        """The stores of ``thread_id``, opened on first use."""
+    def stores(self, thread_id: str, ranges: SeqRanges | None = None) -> ThreadStores:
+        """The stores of ``thread_id``, opened on first use.
+
+        Args:
+            thread_id: The conversation thread.
+            ranges: The topic-store records of the branch being read (``store_ranges`` of
+                its checkpoint); ``None`` takes the stores as they are.
+        """
         with self._lock:
             if thread_id not in self._stores:
                 self._stores[thread_id] = self.open_stores(thread_id)
-            return self._stores[thread_id]
+            current = self._stores[thread_id]
+            store = current.topic_store
+            if (
+                ranges is not None
+                and isinstance(store, BranchedTopicStore)
+                and store.visible_ranges() != ranges
+            ):
+                # Another branch (a fork, a time travel) or a write its checkpoint never
+                # recorded (a crash): read the files again as this branch sees them.
+                current = replace(current, topic_store=store.on_branch(ranges))
+                self._stores[thread_id] = current
+            return current
+
+    def branch_stores(self, thread_id: str, state: Mapping[str, Any]) -> ThreadStores:
+        """The stores as the branch of ``state`` (a checkpoint's values) sees them."""
+        return self.stores(thread_id, branch_ranges(state))
 
     def forget_stores(self, thread_id: str) -> None:
         """Drop the cached stores of ``thread_id``: the next use opens them from disk again.
@@ -180,6 +220,7 @@ class TopicServices:
             open_stores=open_overlay,
             role_stats=RoleStatsCollector(),
             record_tuning=False,
+            writes_in_memory=True,
             _stores={},
             _lock=threading.Lock(),
         )
@@ -219,13 +260,18 @@ def services_of(runtime: Runtime[TopicContext] | None) -> TopicServices:
 
 
 def thread_id_of(runtime: Runtime[Any] | None = None) -> str:
-    """The thread id of the current run (``default`` when the run has none)."""
+    """The thread id of the current run (``default`` when the run has none).
+
+    Raises:
+        InputError: The run names an invalid thread (empty, NUL, over-long…): answering it
+            from the ``default`` thread would hand one user another's conversation.
+    """
     info = getattr(runtime, "execution_info", None) if runtime is not None else None
-    if info is not None and info.thread_id:
-        return str(info.thread_id)
+    if info is not None and info.thread_id is not None:
+        return check_thread_id(str(info.thread_id))
     try:
         configurable = get_config().get("configurable", {})
     except RuntimeError:  # called outside a run
         return "default"
     thread_id = configurable.get("thread_id")
-    return str(thread_id) if thread_id else "default"
+    return "default" if thread_id is None else check_thread_id(str(thread_id))

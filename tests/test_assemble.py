@@ -189,6 +189,29 @@ def test_recent_messages_that_open_with_a_tool_result_keep_its_call() -> None:
     assert {"m10", "m11"} <= set(tight["message_ids"]) and tight["tokens"] <= 900
 
 
+def test_the_recent_part_reaches_back_to_every_call_of_its_results() -> None:
+    from langgraph_topics.state.working_set import recent_messages
+
+    def call(message_id: str, call_id: str) -> StoredMessage:
+        return {
+            "id": message_id,
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": call_id, "name": "search", "args": {}}],
+        }
+
+    def result(message_id: str, call_id: str) -> StoredMessage:
+        return {"id": message_id, "role": "tool", "content": "found", "tool_call_id": call_id}
+
+    # Two calls before their results: the cut after the second call must move past both.
+    working = [_message(0), call("a1", "c8"), call("a2", "c9"), result("t3", "c8")]
+    working += [result("t4", "c9"), _message(5)]
+    assert [m["id"] for m in recent_messages(working, 4)] == ["a1", "a2", "t3", "t4", "m5"]
+    assert [m["id"] for m in recent_messages(working, 1)] == ["m5"]
+    orphan = [_message(0), result("t1", "gone"), _message(2)]  # its call is not here at all
+    assert [m["id"] for m in recent_messages(orphan, 2)] == ["t1", "m2"]
+
+
 def test_an_unanswered_tool_call_does_not_glue_the_rest_of_the_conversation() -> None:
     from langgraph_topics.state.units import group_units, split_point
 

@@ -69,17 +69,15 @@ def test_check_exits_1_when_an_invariant_is_broken(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl"
     path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records), "utf-8")
     assert _run("import", str(path), "--data-dir", str(data_dir), "--budget", "800").returncode == 0
-    # Copy an unsplit message into a topic file by hand: it is now in two places.
-    from langgraph_topics import TopicMemory
-
-    with TopicMemory(data_dir=data_dir, budget_tokens=800) as memory:
-        working = memory.state("default")["messages"]
-        store = memory.services.stores("default").topic_store
-        topic_id = store.topic_ids()[0]
-        store.append(topic_id, [{"id": working[-1].id or "", "role": "user", "content": "dup"}])
+    # Copy a stored message line by hand: the same id is now in two places of the branch.
+    topic_file = next((data_dir / "threads").glob("*/topics/*.jsonl"))
+    line = next(x for x in topic_file.read_text("utf-8").splitlines() if '"message"' in x)
+    with topic_file.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
     done = _run("check", "--data-dir", str(data_dir))
     assert done.returncode == 1
     assert "INVARIANT BROKEN" in done.stdout
+    assert f"{topic_file.name}:" in done.stdout  # the damage is named by file and line
 
 
 def test_chat_reads_piped_lines_and_ends_at_eof(tmp_path: Path) -> None:

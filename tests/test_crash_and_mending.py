@@ -20,7 +20,7 @@ from langgraph_topics.state.records import StoredMessage
 TESTS = Path(__file__).parent
 
 
-def test_a_crash_between_topic_append_and_checkpoint_is_reconciled(tmp_path: Path) -> None:
+def test_a_crash_between_topic_append_and_checkpoint_loses_nothing(tmp_path: Path) -> None:
     records = subject_records(["stocks", "kyoto", "sourdough", "fitness"])
     (tmp_path / "records.json").write_text(json.dumps(records), "utf-8")
     script = textwrap.dedent(f"""
@@ -49,11 +49,13 @@ def test_a_crash_between_topic_append_and_checkpoint_is_reconciled(tmp_path: Pat
     with TopicMemory(settings=Settings(data_dir=tmp_path / "data", budget_tokens=900)) as memory:
         stored = memory.services.stores("t").topic_store.message_ids()
         assert stored, "the split wrote to the topic store before dying"
+        # The split's records belong to no checkpoint: unseen and reported as in flight, while
+        # the messages wait in the working set to be split again.
         before = memory.check("t")
-        assert not before.ok and "both unsplit and in a topic" in " ".join(before.findings)
+        assert before.ok, before.findings
+        assert before.counts["in_flight"] > 0, before.findings
         memory.chat("t", "Where should I stay in Kyoto?")
         state = memory.state("t")
-        assert any(e["kind"] == "reconciled" for e in state["events"])
         after = memory.check("t")
         assert after.ok, after.findings
         # Every message that reached the memory before the crash is there, in one place.

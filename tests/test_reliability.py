@@ -627,3 +627,22 @@ def test_id_less_records_get_unique_ids_that_survive_a_round_trip_through_a_file
         from_file = check_records(read_jsonl(path))
     assert [entry.id for entry in from_file] == ids
     assert [entry.message.content for entry in from_file] == [r["content"] for r in records]
+
+
+def test_a_run_whose_config_names_an_empty_thread_is_refused_not_answered_from_default(
+    tmp_path: Path,
+) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from langgraph_topics.services import TopicContext
+
+    with TopicMemory(data_dir=tmp_path / "d", budget_tokens=600) as memory:
+        memory.chat("default", "My secret is the blue door.")
+        for bad in ("", "a\x00b"):
+            with pytest.raises(InputError):
+                memory.graph.invoke(
+                    {"messages": [HumanMessage("what is my secret?")]},
+                    {"configurable": {"thread_id": bad}},
+                    context=TopicContext(services=memory.services),
+                )
+        assert memory.state("default")["total_messages"] == 2

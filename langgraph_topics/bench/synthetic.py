@@ -15,6 +15,8 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from langgraph_topics.memory import TopicMemory
 from langgraph_topics.state.records import StoredMessage, TopicRecord, TopicStatus
+from langgraph_topics.stores.protocols import BranchedTopicStore
+from langgraph_topics.stores.seq_ranges import as_state
 
 _WORDS = (
     "budget travel recipe garden stock market kyoto train bread starter piano lesson "
@@ -89,6 +91,11 @@ def seed_thread(
             "total_messages": history,
             "last_seen_id": recent[-1].id if recent else None,
             "turn": 0,
+            **(
+                {"store_ranges": as_state(stores.topic_store.visible_ranges())}
+                if isinstance(stores.topic_store, BranchedTopicStore)
+                else {}
+            ),
         },
         as_node="bookkeeping",
     )

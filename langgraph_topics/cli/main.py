@@ -1,24 +1,31 @@
 """The ``langgraph-topics`` command line.
 
 Exit status: 0 done; 1 ``check`` found a broken invariant; 2 a usage or input error (a bad
-argument, import file or ``cli.json``), reported as one line on standard error before anything
-is written; 3 the thread is busy (another process kept writing it past the lock timeout).
+argument, import file, ``--data-dir``, ``cli.json`` or model setting, an unknown provider, a
+missing API key), reported as one line on standard error before anything is written; 3 the
+thread is busy (another process kept writing it past the lock timeout); 130 interrupted
+(Ctrl-C); 141 standard output was closed early (``| head``): the command stops quietly, as
+tools killed by SIGPIPE do. A failing model provider is one warning line per failed call
+(``--verbose`` shows retries and tracebacks).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from langgraph_topics.bench.cli import add_bench_parser, run_bench
+from langgraph_topics.cli.chat import run_chat
 from langgraph_topics.cli.demo import run_demo
+from langgraph_topics.cli.logs import cli_logging
 from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
 from langgraph_topics.cli.tables import clip, render_table
-from langgraph_topics.errors import InputError, ThreadBusyError
+from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.importing import check_records, read_jsonl
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
 from langgraph_topics.thread_ids import check_thread_id
@@ -28,6 +35,9 @@ __all__ = ["CLI_SETTINGS_FILE", "build_parser", "main"]
 PROG = "langgraph-topics"
 INPUT_ERROR = 2
 BUSY = 3
+INTERRUPTED = 130
+CLOSED_PIPE = INPUT_ERROR
+"""A reader that went away (``| head``): one line and the status of every other stop."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,6 +77,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
             "(remembered per data directory)"
         ),
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also show model retries and the full traceback of each failure",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,35 +110,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="also draw the topic hierarchy and timeline (PNG, or Mermaid when FILE is .mmd)",
     )
     _common(topics)
+    transcript = commands.add_parser(
+        "transcript", help="print the whole conversation, oldest first"
+    )
+    transcript.add_argument(
+        "--json", action="store_true", help="one JSON record a line (id, role, content, timestamp)"
+    )
+    _common(transcript)
     check = commands.add_parser("check", help="check the invariants (exit 1 when broken)")
     check.add_argument("--json", action="store_true")
+    check.add_argument(
+        "--checkpoint",
+        metavar="ID",
+        help="check the branch of this checkpoint (a fork, as Studio shows it); default newest",
+    )
     _common(check)
     add_bench_parser(commands)
     return parser
 
 
+def _check_data_dir(path: Path) -> None:
+    """Refuse a ``--data-dir`` that is not a directory, before anything is written."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path}: --data-dir is not a directory")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise InputError(f"{path}: --data-dir is inside {parent}, which is not a directory")
+
+
 def _memory(args: argparse.Namespace) -> Any:
     from langgraph_topics.memory import TopicMemory
 
+    _check_data_dir(args.data_dir)
     budget = remembered_budget(args.data_dir, args.budget)
     try:
         return TopicMemory(data_dir=args.data_dir, budget_tokens=budget)
+    except InputError:  # already names its setting (a model string…)
+        raise
     except ValueError as error:  # a setting from the environment (LANGGRAPH_TOPICS_*)
         raise InputError(f"settings: {error}") from None
 
 
 def _chat(args: argparse.Namespace) -> int:
-    memory = _memory(args)
-    interactive = sys.stdin.isatty()
-    while True:
-        if interactive:
-            print("> ", end="", flush=True)
-        line = sys.stdin.readline()
-        if not line:
-            break
-        text = line.strip()
-        if text:
-            print(memory.chat(args.thread, text), flush=True)
+    return run_chat(_memory(args), args.thread, args.data_dir)
+
+
+def _transcript(args: argparse.Namespace) -> int:
+    for message in _memory(args).transcript(args.thread):
+        if args.json:
+            print(json.dumps(message, ensure_ascii=False))
+        else:
+            stamp = f"[{message['timestamp']}] " if message.get("timestamp") else ""
+            print(f"{stamp}{message['role']}: {message['content']}")
     return 0
 
 
@@ -230,7 +269,9 @@ def _topics(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    report = _memory(args).check(args.thread)
+    if not args.data_dir.is_dir():  # a mistyped --data-dir: say so, create nothing
+        raise InputError(f"{args.data_dir}: no such data directory")
+    report = _memory(args).check(args.thread, checkpoint_id=args.checkpoint)
     if args.json:
         print(
             json.dumps(
@@ -247,28 +288,73 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    with cli_logging(PROG, verbose=getattr(args, "verbose", False)):
+        if args.command == "demo":
+            return run_demo(args.data_dir, args.thread, args.budget)
+        if args.command == "bench":
+            return run_bench(args)
+        handlers = {
+            "chat": _chat,
+            "import": _import,
+            "context": _context,
+            "topics": _topics,
+            "transcript": _transcript,
+            "check": _check,
+        }
+        try:
+            return handlers[args.command](args)
+        except InputError as error:
+            _error(str(error))
+            return INPUT_ERROR
+        except ThreadBusyError as error:
+            _error(str(error))
+            return BUSY
+
+
+def _error(text: str) -> None:
+    print(f"{PROG}: error: {_one_line(text)}", file=sys.stderr, flush=True)
+
+
+def _os_error(error: OSError) -> str:
+    """``path: reason`` of a file-system error."""
+    if error.filename is not None:
+        target = f" -> {error.filename2}" if error.filename2 is not None else ""
+        return f"{error.filename}{target}: {error.strerror or first_line(error)}"
+    return first_line(error)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's last flush cannot fail too."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.command == "demo":
-        return run_demo(args.data_dir, args.thread, args.budget)
-    if args.command == "bench":
-        return run_bench(args)
-    handlers = {
-        "chat": _chat,
-        "import": _import,
-        "context": _context,
-        "topics": _topics,
-        "check": _check,
-    }
     try:
-        return handlers[args.command](args)
-    except InputError as error:
-        print(f"{PROG}: error: {_one_line(str(error))}", file=sys.stderr)
+        try:
+            status = _run(argv)
+        except SystemExit:  # argparse: --help, or a usage error
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:  # the reader went away (``| head``)
+        _silence_stdout()
+        _error("output closed early (the reader of the pipe went away); the rest is unprinted")
+        return CLOSED_PIPE
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return INTERRUPTED
+    except OSError as error:  # a path the command cannot use (permissions, a directory…)
+        _error(_os_error(error))
         return INPUT_ERROR
-    except ThreadBusyError as error:
-        print(f"{PROG}: error: {_one_line(str(error))}", file=sys.stderr)
-        return BUSY
 
 
 if __name__ == "__main__":

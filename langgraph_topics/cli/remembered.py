@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from langgraph_topics.errors import InputError
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
+from langgraph_topics.stores.durable import replace_durably
 
 CLI_SETTINGS_FILE = "cli.json"
 """Remembers ``--budget`` per data directory, so later commands see the same window."""
@@ -52,11 +52,12 @@ def remembered_budget(data_dir: Path, given: int | None) -> int | None:
         InputError: ``cli.json`` is unreadable or holds no usable budget (naming the file).
     """
     path = Path(data_dir) / CLI_SETTINGS_FILE
+    if path.exists() and not path.is_file():
+        raise InputError(f"{path}: not a file; delete it, or pass another --data-dir")
     if given is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = path.with_name(f".{CLI_SETTINGS_FILE}.tmp")
-        scratch.write_text(json.dumps({"budget": given}), "utf-8")
-        os.replace(scratch, path)  # never a half-written file for the next command
+        # Never a half-written file for the next command.
+        replace_durably(path, json.dumps({"budget": given}).encode("utf-8"))
         return given
     if not path.is_file():
         return None

@@ -12,6 +12,7 @@ from langgraph_topics.graph import routing
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.assemble import assemble
 from langgraph_topics.nodes.bookkeeping import bookkeeping
+from langgraph_topics.nodes.end_context import end_context
 from langgraph_topics.nodes.estimate import estimate
 from langgraph_topics.nodes.recall_cue import recall_cue
 from langgraph_topics.nodes.respond import respond
@@ -54,6 +55,7 @@ def build_graph(
     builder.add_node("assemble", assemble)
     builder.add_node("respond", respond)
     builder.add_node("bookkeeping", bookkeeping)
+    builder.add_node("end_context", end_context)
 
     # Every turn starts by estimating the main window.
     builder.add_edge(START, "estimate")
@@ -67,8 +69,13 @@ def build_graph(
     # After an activation only the newly activated topics are read.
     builder.add_conditional_edges("activate", routing.fan_out, ["topic_window", "assemble"])
     builder.add_edge("topic_window", "assemble")
-    # Weak results search the index once; a context query ends with the assembled window.
-    builder.add_conditional_edges("assemble", routing.after_assemble, ["activate", "respond", END])
+    # Weak results search the index once; a context query then puts the thread back as it was,
+    # and an "assemble" turn (the application's model answers) ends with the window.
+    builder.add_conditional_edges(
+        "assemble", routing.after_assemble, ["activate", "respond", "end_context", END]
+    )
+    # A context query puts the thread back as it found it.
+    builder.add_edge("end_context", END)
     # The responder may ask for topics (activate_topic); its reply is then regenerated.
     builder.add_conditional_edges("respond", routing.after_respond, ["activate", "bookkeeping"])
     builder.add_edge("bookkeeping", END)

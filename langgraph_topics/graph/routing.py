@@ -53,7 +53,13 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
     return [
         Send(
             "topic_window",
-            TopicWindowTask(thread_id=thread_id, topic_id=topic_id, round=round_, unsplit=unsplit),
+            TopicWindowTask(
+                thread_id=thread_id,
+                topic_id=topic_id,
+                round=round_,
+                unsplit=unsplit,
+                store_ranges=state.get("store_ranges"),
+            ),
         )
         for topic_id in pending
     ]
@@ -61,10 +67,11 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
 
 def after_assemble(
     state: TopicState, runtime: Runtime[TopicContext]
-) -> Literal["activate", "respond", "__end__"]:
+) -> Literal["activate", "respond", "end_context", "__end__"]:
     """Weak results → search the index once (seed: zero relevant topics → search more briefs).
 
-    Then a context query ends; an import never gets here; a chat turn answers.
+    Then a context query restores the thread, an "assemble" turn ends, a chat turn answers;
+    an import never gets here.
     """
     threshold = services_of(runtime).settings.reference_threshold
     topics = state.get("topics") or {}
@@ -73,7 +80,10 @@ def after_assemble(
     has_dormant = any(t["status"] == "dormant" for t in topics.values())
     if weak and has_dormant and not state.get("searched"):
         return "activate"
-    return "__end__" if state.get("turn_mode") == "context" else "respond"
+    mode = state.get("turn_mode")
+    if mode == "assemble":  # the application's own model answers (integrations.subgraph)
+        return "__end__"
+    return "end_context" if mode == "context" else "respond"
 
 
 def after_respond(state: TopicState) -> Literal["activate", "bookkeeping"]:

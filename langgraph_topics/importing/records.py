@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, cast
@@ -200,6 +200,7 @@ def check_records(items: Iterable[object]) -> list[CheckedMessage]:
         InputError: The first problem, as ``<origin>: <what is wrong>``; nothing is returned.
     """
     checked: list[CheckedMessage] = []
+    in_order: list[tuple[CheckedMessage, StoredMessage]] = []
     first_use: dict[str, tuple[CheckedMessage, StoredMessage]] = {}
     twins: dict[tuple[str, str, str], int] = {}
     for sourced in _sourced(items):
@@ -235,4 +236,32 @@ def check_records(items: Iterable[object]) -> list[CheckedMessage]:
             )
         first_use[stored["id"]] = (entry, stored)
         checked.append(entry)
+        in_order.append((entry, stored))
+    _check_tool_order(in_order)
     return checked
+
+
+def _check_tool_order(entries: Sequence[tuple[CheckedMessage, StoredMessage]]) -> None:
+    """Refuse a tool result that comes after a later user message than its call.
+
+    Providers require a call's results before the next user message; a history that breaks
+    this would put the result in one topic and its call in another (invariant 8).
+    """
+    waiting: dict[str, CheckedMessage] = {}
+    closed: dict[str, tuple[CheckedMessage, CheckedMessage]] = {}
+    for entry, stored in entries:
+        if stored["role"] == "user":
+            closed.update({call: (caller, entry) for call, caller in waiting.items()})
+            waiting = {}
+        for call in stored.get("tool_calls") or []:
+            call_id = call.get("id")
+            if isinstance(call_id, str) and call_id:
+                waiting[call_id] = entry
+        answered = stored.get("tool_call_id")
+        if stored["role"] == "tool" and answered in closed:
+            caller, user = closed[answered]
+            raise InputError(
+                f"{entry.origin.prefix}: the result of tool call {answered!r} "
+                f"({caller.origin.name}) comes after a later user message ({user.origin.name}); "
+                "a call's results must come before the next user message"
+            )

@@ -50,7 +50,7 @@ def topic_context_node(services: TopicServices | None = None) -> TopicNode:
 
     def topic_context(state: TopicState, config: RunnableConfig) -> dict[str, Any]:
         payload = {key: value for key, value in state.items() if key in TopicState.__annotations__}
-        payload["mode"] = "context"
+        payload["mode"] = "assemble"
         result = cast(
             dict[str, Any],
             graph.invoke(cast(Any, payload), config, context=TopicContext(services=services)),

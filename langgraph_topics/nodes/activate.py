@@ -9,6 +9,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.grey import activation_quota, candidate_threshold
+from langgraph_topics.errors import log_degraded
 from langgraph_topics.nodes.recall_cue import latest_user_text
 from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP
 from langgraph_topics.roles.protocols import RoutedTopic, TopicInfo
@@ -29,7 +30,7 @@ def evidence_topics(
     A whole-thread search of the retrieval index (seed 004 §3): milliseconds, nothing embedded
     but the query.
     """
-    stores = services.stores(thread_id)
+    stores = services.branch_stores(thread_id, state)
     unsplit = unsplit_messages(stored_view(state["messages"]), stores.topic_store)
     evidence = services.scorer.score(stores.message_index, query, unsplit)
     found: dict[str, float] = {}
@@ -49,7 +50,7 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     services = services_of(runtime)
     settings = services.settings
     thread_id = thread_id_of(runtime)
-    stores = services.stores(thread_id)
+    stores = services.branch_stores(thread_id, state)
     request: ActivationRequest = state.get("activation") or {
         "query": latest_user_text(state),
         "reason": "weak_results",
@@ -86,7 +87,7 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             request["query"], candidates, deep=request["deep"]
         )
     except Exception as error:
-        log.exception("index router failed; ranking by index similarity")
+        log_degraded(log, "index router failed; ranking by index similarity", error)
         events.append({"kind": "degraded", "detail": f"index router failed: {error}"})
         routed = [
             RoutedTopic(topic_id=i["id"], relevance=s, reason="index similarity")

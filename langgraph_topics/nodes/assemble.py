@@ -483,11 +483,12 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     services = services_of(runtime)
     settings = services.settings
     thread_id = thread_id_of(runtime)
-    store = services.stores(thread_id).topic_store
+    stores = services.branch_stores(thread_id, state)
+    store = stores.topic_store
     working = stored_view(state["messages"])
     results = list((state.get("topic_results") or {}).values())
     wanted = [i for r in results for i in r["referenced_message_ids"]]
-    evidence = turn_evidence(services, thread_id, working)
+    evidence = turn_evidence(services, stores, working)
     # Back ends that score every message (the native one) already value a quote's neighbours
     # on their own; a model's references are completed with their unit partners.
     partners: dict[str, list[StoredMessage]] = {}

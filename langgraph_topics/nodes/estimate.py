@@ -13,7 +13,7 @@ from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import render_system_prompt
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
-from langgraph_topics.state.records import EstimateRecord, TopicRecord, TurnEvent
+from langgraph_topics.state.records import EstimateRecord, ThreadBefore, TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.tokens import message_tokens
 
@@ -39,7 +39,7 @@ def _reconcile(
     process died in between, those ids are in both places. The store is the durable side, so
     the working-set copies go. Topics created but never registered are registered.
     """
-    store = services.stores(thread_id).topic_store
+    store = services.branch_stores(thread_id, state).topic_store
     keep_recent = services.settings.keep_recent
     messages = state["messages"]
     older = messages[:-keep_recent] if keep_recent else messages
@@ -119,14 +119,34 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "share": round(share, 4),
         "split": share > settings.split_trigger and waiting >= settings.min_split_messages,
     }
+    mode = state.get("mode") or "chat"
+    if mode == "context" and not services.writes_in_memory:
+        # A context query on a checkpointed thread must leave it as it was: no split writes
+        # to the stores (the assembler keeps the window in budget), and the end puts back
+        # the working set, the registry and the counters (``end_context``).
+        record["split"] = False
     update: dict[str, Any] = {} if topics == state.get("topics") else {"topics": topics}
+    before: ThreadBefore | None = None
+    if mode == "context":
+        before = {
+            "message_ids": [m.id for m in new if m.id],
+            "topics": dict(state.get("topics") or {}),
+            "total_messages": state.get("total_messages", 0),
+            "last_seen_id": state.get("last_seen_id"),
+            "turn": state.get("turn", 0),
+        }
+    if state.get("store_ranges") is None and not state.get("topics"):
+        # A new thread owns no topic records yet; every split adds its own. (A thread whose
+        # checkpoints predate the ranges, or whose topics were seeded without them, keeps
+        # reading every record until its next split.)
+        update["store_ranges"] = []
     return update | {
         "messages": [*stamped, *removals],
         "total_messages": state.get("total_messages", 0) + len(new),
         "last_seen_id": messages[-1].id if messages else state.get("last_seen_id"),
         "turn": state.get("turn", 0) + 1,
         "mode": None,
-        "turn_mode": state.get("mode") or "chat",
+        "turn_mode": mode,
         "estimate": record,
         "topic_results": Overwrite({}),
         "events": Overwrite(events),
@@ -134,4 +154,5 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "activation_rounds": 0,
         "searched": False,
         "clarify_topics": [],
+        "thread_before": before,
     }

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
+from langgraph_topics.errors import log_degraded
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.roles.protocols import ResponderReply
 from langgraph_topics.services import TopicContext, services_of
@@ -55,7 +56,7 @@ def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]
         try:
             reply = services.roles.responder.respond(context, can_activate=can_activate)
         except Exception as error:
-            log.exception("responder failed")
+            log_degraded(log, "responder failed", error)
             events.append({"kind": "degraded", "detail": f"responder failed: {error}"})
             reply = {"text": _FAILED[language], "activate_query": None}
     if reply["activate_query"] and can_activate:

@@ -10,6 +10,7 @@ from langchain_core.messages import RemoveMessage
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
+from langgraph_topics.errors import log_degraded
 from langgraph_topics.roles.protocols import SplitPlan
 from langgraph_topics.roles.topic_info import topic_info, topic_infos
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
@@ -17,6 +18,8 @@ from langgraph_topics.state.records import StoredMessage, TurnEvent
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.state.units import group_units, split_point
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
+from langgraph_topics.stores.protocols import BranchedTopicStore
+from langgraph_topics.stores.seq_ranges import as_state
 from langgraph_topics.tuning.turn import log_turn
 
 log = logging.getLogger(__name__)
@@ -70,11 +73,13 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Move the unsplit messages older than the last ``keep_recent`` into topics.
 
     Messages are appended to the topic store first and leave the working set only afterwards,
-    so a crash in between leaves duplicates that the next turn reconciles, never a loss.
+    in the same checkpoint that records the new records as this branch's (``store_ranges``).
+    A crash in between leaves records no checkpoint owns: unseen, while the messages are still
+    in the working set, to be split again. Nothing is lost, nothing is seen twice.
     """
     services = services_of(runtime)
     thread_id = thread_id_of(runtime)
-    stores = services.stores(thread_id)
+    stores = services.branch_stores(thread_id, state)
     store = stores.topic_store
     unsplit = unsplit_messages(stored_view(state["messages"]), store)
     cut = split_point(unsplit, services.settings.keep_recent)
@@ -90,7 +95,7 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     try:
         plan = services.roles.splitter.split(units, infos)
     except Exception as error:  # a failing back end must not lose the turn
-        log.exception("splitter failed; every unit falls back to one unsorted topic")
+        log_degraded(log, "splitter failed; every unit falls back to one unsorted topic", error)
         events.append({"kind": "degraded", "detail": f"splitter failed: {error}"})
         plan = {"assignments": [], "new_topics": []}
     destinations, problems = resolve_plan(plan, units, {i["id"] for i in infos})
@@ -134,7 +139,9 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
             try:
                 name, brief = services.roles.brief_writer.write(info, store.messages(topic_id))
             except Exception as error:
-                log.exception("brief writer failed for %s; keeping the previous brief", topic_id)
+                log_degraded(
+                    log, f"brief writer failed for {topic_id}; keeping the previous brief", error
+                )
                 events.append({"kind": "degraded", "detail": f"brief for {topic_id} kept: {error}"})
                 name, brief = info["name"], info["brief"]
             store.set_brief(topic_id, name, brief)
@@ -185,8 +192,11 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     )
     if state.get("turn_mode") == "import":  # an import turn ends here: no bookkeeping to log it
         log_turn(services, thread_id, state, topics, events)
-    return {
+    update: dict[str, Any] = {
         "messages": [RemoveMessage(id=m["id"]) for m in candidates],
         "topics": topics,
         "events": events,
     }
+    if isinstance(store, BranchedTopicStore):
+        update["store_ranges"] = as_state(store.visible_ranges())
+    return update

@@ -8,10 +8,11 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from langgraph_topics.errors import log_degraded
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.protocols import EvidenceTopicWindow, TopicVerdict
 from langgraph_topics.roles.topic_info import topic_info
-from langgraph_topics.services import TopicContext, services_of
+from langgraph_topics.services import TopicContext, branch_ranges, services_of
 from langgraph_topics.state.records import TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowTask
 
@@ -56,18 +57,21 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     task = state
     services = services_of(runtime)
     settings = services.settings
-    store = services.stores(task["thread_id"]).topic_store
+    stores = services.stores(task["thread_id"], branch_ranges(task))
+    store = stores.topic_store
     info = topic_info(store, task["topic_id"], "active")
     topic_messages = store.messages(task["topic_id"])
     window = services.roles.topic_window
     try:
         if isinstance(window, EvidenceTopicWindow):
-            evidence = turn_evidence(services, task["thread_id"], task["unsplit"])
+            evidence = turn_evidence(services, stores, task["unsplit"])
             verdict = window.evaluate_with_evidence(info, topic_messages, task["unsplit"], evidence)
         else:
             verdict = window.evaluate(info, topic_messages, task["unsplit"])
     except Exception as error:
-        log.exception("topic window failed for %s; left out of this turn", task["topic_id"])
+        log_degraded(
+            log, f"topic window failed for {task['topic_id']}; left out of this turn", error
+        )
         event: TurnEvent = {
             "kind": "degraded",
             "topic_ids": [task["topic_id"]],

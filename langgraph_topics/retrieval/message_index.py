@@ -34,7 +34,7 @@ from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.state.records import StoredMessage
-from langgraph_topics.stores.durable import append_durably, fsync_directory
+from langgraph_topics.stores.durable import append_durably, replace_durably
 from langgraph_topics.stores.protocols import Embedder, TopicStore
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,9 @@ META_FILE = "meta.json"
 VECTORS_FILE = "vectors.f16"
 ENTRIES_FILE = "entries.jsonl"
 _BYTES_PER_VALUE = 2
+SUPERSEDED_GROUP = "~superseded"
+"""The group of a row whose message was indexed again under another topic (a split made again
+after a crash, or on another branch): no topic reads it, so it counts for none."""
 
 
 def embedder_name(embedder: Embedder) -> str:
@@ -118,13 +121,14 @@ class MessageIndex:
     def add(self, messages: Sequence[StoredMessage], topic_ids: Sequence[str]) -> None:
         """Index messages (in conversation order) with the topic each went to.
 
-        Ids already indexed are skipped, so re-adding after a crash is harmless.
+        Ids already indexed under the same topic are skipped, so re-adding after a crash is
+        harmless; an id indexed under another topic gets a new row that supersedes the old.
         """
         with self._lock:
             fresh = [
                 (m, t)
                 for m, t in zip(messages, topic_ids, strict=True)
-                if m["id"] not in self.position
+                if m["id"] not in self.position or self.topics[self.position[m["id"]]] != t
             ]
             if not fresh:
                 return
@@ -142,6 +146,7 @@ class MessageIndex:
         message: StoredMessage | None,
         vector: Matrix,
     ) -> None:
+        self._supersede(message_id)
         self.position[message_id] = len(self.ids)
         self.ids.append(message_id)
         self._note_topic(topic_id)
@@ -149,8 +154,17 @@ class MessageIndex:
         self.lexical.add(lexical_terms(indexed_text(message)))
         self._rows.append(np.asarray(vector, dtype=np.float32).reshape(1, -1))
 
-    def _note_topic(self, topic_id: str) -> None:
-        self.topics.append(topic_id)
+    def _supersede(self, message_id: str) -> None:
+        """Take an earlier row of the message out of its topic (a newer row replaces it)."""
+        earlier = self.position.get(message_id)
+        if earlier is not None:
+            self.topics[earlier] = SUPERSEDED_GROUP
+            self._note_topic(SUPERSEDED_GROUP, append=False)
+            self._arrays = None
+
+    def _note_topic(self, topic_id: str, *, append: bool = True) -> None:
+        if append:
+            self.topics.append(topic_id)
         if topic_id not in self.code_of:
             self.code_of[topic_id] = len(self.topic_names)
             self.topic_names.append(topic_id)
@@ -160,10 +174,7 @@ class MessageIndex:
         meta_path = self.root / META_FILE
         if not meta_path.exists():
             meta = {"dim": int(vectors.shape[1]), "embedder": embedder_name(self.embedder)}
-            scratch = meta_path.with_suffix(".tmp")
-            scratch.write_text(json.dumps(meta), "utf-8")
-            os.replace(scratch, meta_path)
-            fsync_directory(self.root)
+            replace_durably(meta_path, json.dumps(meta).encode("utf-8"))
         append_durably(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
         lines = "".join(
             json.dumps({"id": m["id"], "topic": t, "time": message_time(m)}) + "\n"
@@ -236,6 +247,7 @@ class MessageIndex:
         matrix = np.frombuffer(raw[: rows * row_bytes], dtype=np.float16).reshape(rows, dim)
         self._vectors = matrix.astype(np.float32)
         for entry in entries[:rows]:
+            self._supersede(entry["id"])
             self.position[entry["id"]] = len(self.ids)
             self.ids.append(entry["id"])
             self._note_topic(entry["topic"])
@@ -334,6 +346,4 @@ def _truncate(path: Path, size: int) -> None:
 
 
 def _rewrite_entries(path: Path, entries: Sequence[dict[str, Any]]) -> None:
-    scratch = path.with_suffix(".tmp")
-    scratch.write_text("".join(json.dumps(e) + "\n" for e in entries), "utf-8")
-    os.replace(scratch, path)
+    replace_durably(path, "".join(json.dumps(e) + "\n" for e in entries).encode("utf-8"))

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from langgraph_topics.retrieval.evidence import Evidence
 from langgraph_topics.roles.native.text import message_text
-from langgraph_topics.services import TopicServices
+from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.working_set import unsplit_messages
 
@@ -20,13 +20,12 @@ def question_of(working: Sequence[StoredMessage]) -> str:
 
 
 def turn_evidence(
-    services: TopicServices, thread_id: str, working: Sequence[StoredMessage]
+    services: TopicServices, stores: ThreadStores, working: Sequence[StoredMessage]
 ) -> Evidence:
     """Score every message of the thread (split and unsplit) for this turn's question.
 
-    Every caller of one turn passes the same working set, so the topic windows and the
-    assembler share one computation.
+    Every caller of one turn passes the same working set and the stores of its branch, so
+    the topic windows and the assembler share one computation.
     """
-    stores = services.stores(thread_id)
     unsplit = unsplit_messages(working, stores.topic_store)
     return services.scorer.score(stores.message_index, question_of(working), unsplit)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from langgraph_topics.roles.llm.brief_writer import LlmBriefWriter
 from langgraph_topics.roles.llm.calling import CallPolicy
 from langgraph_topics.roles.llm.index_router import LlmIndexRouter
-from langgraph_topics.roles.llm.models import ModelSpec, resolve_model, role_model_specs
+from langgraph_topics.roles.llm.models import ModelSpec, resolve_model, role_model_choices
 from langgraph_topics.roles.llm.responder import LlmResponder
 from langgraph_topics.roles.llm.splitter import LlmSplitter
 from langgraph_topics.roles.llm.topic_window import LlmTopicWindow
@@ -43,6 +43,10 @@ def build_roles(
 
     Returns:
         The roles. With no model anywhere, exactly the native roles.
+
+    Raises:
+        InputError: A model string that cannot be turned into a model (an unknown provider,
+            a missing package or API key), naming the setting it came from.
     """
     settings = settings or Settings()
     if embedder is None:
@@ -50,8 +54,11 @@ def build_roles(
 
         embedder = UseEmbedder()
     native = native_roles(embedder, settings)
-    specs = role_model_specs(settings, strong=strong, cheap=cheap, per_role=per_role)
-    models = {role: resolve_model(spec, settings) for role, spec in specs.items()}
+    choices = role_model_choices(settings, strong=strong, cheap=cheap, per_role=per_role)
+    models = {
+        role: resolve_model(spec, settings, source=source)
+        for role, (spec, source) in choices.items()
+    }
     policy = policy or CallPolicy.from_settings(settings)
 
     roles = Roles(**native.__dict__)

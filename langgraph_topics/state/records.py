@@ -163,6 +163,17 @@ class EstimateRecord(TypedDict):
     split: bool
 
 
+class ThreadBefore(TypedDict):
+    """What a context query found, to put back when it ends: the thread stays as it was."""
+
+    message_ids: list[str]
+    """The query's own messages, which leave the working set again."""
+    topics: dict[str, TopicRecord]
+    total_messages: int
+    last_seen_id: str | None
+    turn: int
+
+
 class ActivationRequest(TypedDict):
     """A request to search the topic index and activate what it finds."""
 

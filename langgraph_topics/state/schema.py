@@ -16,13 +16,14 @@ from langgraph_topics.state.records import (
     AssembledContext,
     EstimateRecord,
     StoredMessage,
+    ThreadBefore,
     TopicRecord,
     TopicResult,
     TurnEvent,
 )
 from langgraph_topics.state.reducers import append_events, merge_topic_results
 
-Mode = Literal["chat", "import", "context"]
+Mode = Literal["chat", "import", "context", "assemble"]
 
 
 class InputState(TypedDict):
@@ -31,8 +32,9 @@ class InputState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
     """New messages of this turn (usually one user message)."""
     mode: NotRequired[Mode | None]
-    """``chat`` (default) answers; ``import`` records and splits only; ``context`` stops
-    after assembly without answering."""
+    """``chat`` (default) answers; ``import`` records and splits only; ``context`` shows the
+    window a question would get and leaves the thread as it was; ``assemble`` records the
+    message and stops at the assembled window (the application's own model answers)."""
 
 
 class TopicState(InputState, total=False):
@@ -48,6 +50,13 @@ class TopicState(InputState, total=False):
     """The topic registry: status, score history, counts (briefs live in the topic store)."""
     total_messages: int
     """Messages ever added to the thread; with the stores it proves none was lost."""
+    store_ranges: list[list[int]]
+    """The topic-store records of this branch, as ``[start, end)`` sequence-number ranges.
+
+    The store follows the checkpoint: reads see these records only, so a fork or a time travel
+    sees its own topics, and what a crash cut short before its checkpoint stays unseen (the
+    messages are still in the working set and get split again).
+    """
     last_seen_id: str | None
     """Id of the newest message already counted, to tell this turn's new messages apart."""
     turn: int
@@ -68,6 +77,8 @@ class TopicState(InputState, total=False):
     """Whether the index was searched this turn (the weak-results fallback runs once)."""
     clarify_topics: list[str]
     """Names of candidate topics when a recall cue found only ambiguous matches."""
+    thread_before: ThreadBefore | None
+    """Set by a context query: the thread as it was, restored when the query ends."""
 
 
 class TopicWindowTask(TypedDict):
@@ -76,5 +87,7 @@ class TopicWindowTask(TypedDict):
     thread_id: str
     topic_id: str
     round: int
+    store_ranges: NotRequired[list[list[int]] | None]
+    """The branch's topic-store records (see ``TopicState.store_ranges``)."""
     unsplit: list[StoredMessage]
     """The messages the topic is read against (the unsplit ones, the new message last)."""

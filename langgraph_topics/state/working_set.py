@@ -34,11 +34,24 @@ def recent_messages(messages: Sequence[StoredMessage], keep_recent: int) -> list
     """The last ``keep_recent`` messages (always in the main window).
 
     When the cut falls inside a tool exchange, it moves back to the call: a tool result never
-    opens the window without the call it answers (invariant 8).
+    enters the window without the call it answers (invariant 8), even when several calls came
+    before their results.
     """
     if keep_recent <= 0:
         return []
     start = max(0, len(messages) - keep_recent)
-    while start > 0 and messages[start]["role"] == "tool":
-        start -= 1
+    calls = {
+        str(call.get("id")): place
+        for place, message in enumerate(messages)
+        for call in message.get("tool_calls") or []
+    }
+    # Any result of the recent part pulls the cut back to its call, and so do the results the
+    # move brings in (walking down while the cut moves). A result whose call is not in the
+    # working set at all cannot be helped.
+    place = len(messages) - 1
+    while place >= start:
+        answered = messages[place].get("tool_call_id")
+        if messages[place]["role"] == "tool" and answered in calls:
+            start = min(start, calls[str(answered)])
+        place -= 1
     return list(messages[start:])

@@ -44,3 +44,18 @@ def append_durably(path: Path, data: bytes) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def replace_durably(path: Path, data: bytes) -> None:
+    """Replace a small file whole.
+
+    A reader, or the next process after a crash, finds the old content or the new one, never
+    a mix.
+    """
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with scratch.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(scratch, path)
+    fsync_directory(path.parent)

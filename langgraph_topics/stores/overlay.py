@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
-from langgraph_topics.stores.protocols import TopicIndex, TopicStore
+from langgraph_topics.stores.protocols import BranchedTopicStore, TopicIndex, TopicStore
+from langgraph_topics.stores.seq_ranges import SeqRanges
 
 DRY_RUN_PREFIX = "topic-dry"
 """Ids of topics that exist only in a dry-run view."""
@@ -105,6 +106,16 @@ class OverlayTopicStore:
     def transcript(self) -> list[StoredMessage]:
         """The base transcript followed by this view's appends."""
         return [*self.base.transcript(), *(m for ms in self._appended.values() for m in ms)]
+
+    def visible_ranges(self) -> SeqRanges:
+        """The base's ranges: writes kept in memory belong to no branch."""
+        return self.base.visible_ranges() if isinstance(self.base, BranchedTopicStore) else []
+
+    def on_branch(self, ranges: SeqRanges) -> TopicStore:
+        """A fresh overlay on the base as another branch sees it."""
+        if not isinstance(self.base, BranchedTopicStore):
+            return self
+        return OverlayTopicStore(self.base.on_branch(ranges))
 
     def time_index(self) -> dict[str, list[str]]:
         """The base store's time index (dry-run topics are not dated)."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
+from langgraph_topics.stores.seq_ranges import SeqRanges
 
 
 class Embedder(Protocol):
@@ -75,6 +76,23 @@ class TopicStore(Protocol):
 
     def time_index(self) -> dict[str, list[str]]:
         """Topics per day (``YYYY-MM-DD`` of the messages' timestamps) — seed 000 §9."""
+        ...
+
+
+@runtime_checkable
+class BranchedTopicStore(Protocol):
+    """A topic store whose reads follow a branch of the checkpoint history (DESIGN.md).
+
+    Stores without it serve every branch the same records (a fork then sees what an abandoned
+    branch split); the embedded JSONL store has it.
+    """
+
+    def visible_ranges(self) -> SeqRanges:
+        """The record ranges this store answers from, its own writes included."""
+        ...
+
+    def on_branch(self, ranges: SeqRanges) -> TopicStore:
+        """The same data as the branch that recorded ``ranges`` sees it."""
         ...
 
 

@@ -15,12 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from langgraph_topics.errors import ThreadBusyError
+from langgraph_topics.stores.file_lock import FileLock
 from langgraph_topics.stores.protocols import Embedder
 
 if TYPE_CHECKING:
     from chromadb.base_types import InclusionExclusionOperator, LiteralValue, Where
 
 logger = logging.getLogger(__name__)
+
+OPEN_LOCK_FILE = ".open.lock"
+OPEN_TIMEOUT_SECONDS = 120.0
 
 
 def _document(name: str, brief: str) -> str:
@@ -55,16 +60,24 @@ class ChromaTopicIndex:
         self.embedder = embedder
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._client = chromadb.PersistentClient(
-            path=str(self.path), settings=Settings(anonymized_telemetry=False)
-        )
-        # embedding_function=None stores no function in the collection's configuration, so a
-        # later process reopens it without Chroma trying to build (and download) its default.
-        self._collection = self._client.get_or_create_collection(
-            collection,
-            embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
-        )
+        # Chroma creates its tables when a process first opens a new database; two processes
+        # doing so at once fail ("table collections already exists"), so opening is serialised.
+        opening = FileLock(self.path / OPEN_LOCK_FILE)
+        if not opening.acquire(OPEN_TIMEOUT_SECONDS):
+            raise ThreadBusyError(f"{self.path}: the topic index stayed locked by another process")
+        try:
+            self._client = chromadb.PersistentClient(
+                path=str(self.path), settings=Settings(anonymized_telemetry=False)
+            )
+            # embedding_function=None stores no function in the collection's configuration, so
+            # a later process reopens it without Chroma trying to build (and download) its own.
+            self._collection = self._client.get_or_create_collection(
+                collection,
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+            )
+        finally:
+            opening.release()
         self._space = self._read_space()
 
     def _read_space(self) -> str:

@@ -11,6 +11,10 @@ an in-memory index rebuilt from the files on open, so the files stay the single 
 
 Only one :class:`JsonlTopicStore` may write to a directory at a time: the index is not re-read
 when another process appends.
+
+Every record carries a sequence number. A store opened with ``visible`` ranges (see
+``seq_ranges``) answers only from the records in them, plus what it writes itself: that is how
+a branch of the checkpoint history sees its own topics and nothing of another branch.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any, cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.durable import append_durably, fsync_directory
+from langgraph_topics.stores.seq_ranges import SeqRanges, contains, normalize, with_range
 
 logger = logging.getLogger(__name__)
 
@@ -108,14 +113,14 @@ def _read_records(path: Path, *, repair: bool) -> Iterator[dict[str, Any]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        record = _decode(line)
+        record = decode_line(line)
         if record is None:
             logger.warning("%s: skipping unreadable line %d", path, number)
             continue
         yield record
     if not tail:
         return
-    record = _decode(tail) if tail.strip(b"\x00 \t\r") else None
+    record = decode_line(tail) if tail.strip(b"\x00 \t\r") else None
     if record is not None:
         if repair:
             logger.warning("%s: last line had no newline; completing it", path)
@@ -130,7 +135,8 @@ def _read_records(path: Path, *, repair: bool) -> Iterator[dict[str, Any]]:
             os.fsync(handle.fileno())
 
 
-def _decode(line: bytes) -> dict[str, Any] | None:
+def decode_line(line: bytes) -> dict[str, Any] | None:
+    """One JSONL line as a JSON object, or None when it is not one (damaged, torn, other)."""
     try:
         record = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -153,10 +159,13 @@ class JsonlTopicStore:
 
     Args:
         root: The thread's data directory; created if missing.
+        visible: The sequence-number ranges this store answers from (a branch's records);
+            ``None`` for every record on disk.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, visible: SeqRanges | None = None) -> None:
         self.root = Path(root)
+        self._filter = normalize(visible) if visible is not None else None
         self._topics_dir = self.root / TOPICS_DIR
         self._links_path = self.root / LINKS_FILE
         self._lock = threading.RLock()
@@ -164,8 +173,34 @@ class JsonlTopicStore:
         self._locations: dict[str, str] = {}
         self._links: list[tuple[str, str, str]] = []
         self._next_seq = 0
+        self._ranges: SeqRanges = list(self._filter or [])
         self._topics_dir.mkdir(parents=True, exist_ok=True)
         self._load()
+        if self._filter is None:
+            self._ranges = normalize([(0, self._next_seq)])
+
+    def _visible(self, record: dict[str, Any]) -> bool:
+        """Whether a record belongs to this store's branch (records without a number do).
+
+        The branch's records are the ranges it was opened with plus what this store wrote.
+        """
+        seq = record.get("seq")
+        if self._filter is None or not isinstance(seq, int) or isinstance(seq, bool):
+            return True
+        return contains(self._ranges, seq)
+
+    def _wrote(self, start: int, end: int) -> None:
+        """Count records ``[start, end)`` this store just wrote as part of its branch."""
+        self._ranges = with_range(self._ranges, start, end)
+
+    def visible_ranges(self) -> SeqRanges:
+        """The sequence numbers this store answers from: what the checkpoint records."""
+        with self._lock:
+            return list(self._ranges)
+
+    def on_branch(self, ranges: SeqRanges) -> JsonlTopicStore:
+        """The same directory as the branch whose checkpoint recorded ``ranges`` sees it."""
+        return JsonlTopicStore(self.root, visible=ranges)
 
     # ----------------------------------------------------------------------------- loading
 
@@ -199,6 +234,9 @@ class JsonlTopicStore:
                         owner,
                     )
         for record in _read_records(self._links_path, repair=True):
+            self._take_seq(record)
+            if not self._visible(record):
+                continue
             source, target, kind = record.get("from"), record.get("to"), record.get("kind")
             if record.get("type") != "link" or not all(
                 isinstance(value, str) for value in (source, target, kind)
@@ -214,9 +252,15 @@ class JsonlTopicStore:
         topic: _Topic | None = None
         ids: list[str] = []
         seen: set[str] = set()
+        other_branch = False
         for record in _read_records(path, repair=True):
             kind = record.get("type")
             seq = self._take_seq(record)
+            if other_branch or not self._visible(record):
+                # Every record still counts for the sequence numbers, so that new ones never
+                # collide with what another branch wrote.
+                other_branch = other_branch or (kind == "topic" and topic is None)
+                continue
             if kind == "topic" and topic is None:
                 if record.get("id") != topic_id:
                     logger.warning("%s: header names topic %r", path, record.get("id"))
@@ -267,8 +311,9 @@ class JsonlTopicStore:
             elif kind != "topic":
                 logger.warning("%s: skipping record of unknown type %r", path, kind)
         if topic is None:
-            # Only a torn header, i.e. a crash inside create_topic: the topic never existed.
-            logger.warning("%s: empty topic file ignored", path)
+            if not other_branch:
+                # Only a torn header, i.e. a crash inside create_topic: it never existed.
+                logger.warning("%s: empty topic file ignored", path)
             return None
         return topic, ids
 
@@ -302,7 +347,7 @@ class JsonlTopicStore:
             messages: list[StoredMessage] = []
             by_id: dict[str, StoredMessage] = {}
             for record in _read_records(self.file_path(topic.meta["id"]), repair=False):
-                if record.get("type") != "message":
+                if record.get("type") != "message" or not self._visible(record):
                     continue
                 message = _message_from_record(record)
                 if message is not None and message["id"] not in by_id:
@@ -358,6 +403,7 @@ class JsonlTopicStore:
             append_durably(self.file_path(topic_id), _encode(record))
             fsync_directory(self._topics_dir)
             self._next_seq += 1
+            self._wrote(seq, seq + 1)
             meta = self._new_meta(
                 topic_id, name=name, brief=brief, parent_id=parent_id, created_at=created
             )
@@ -409,6 +455,7 @@ class JsonlTopicStore:
                 data += _encode(record)
             append_durably(self.file_path(topic_id), bytes(data))
             # Memory changes only after the write is durable, so a failed write changes nothing.
+            self._wrote(self._next_seq, self._next_seq + len(messages))
             self._next_seq += len(messages)
             for message in messages:
                 copy = message.copy()
@@ -439,6 +486,7 @@ class JsonlTopicStore:
                 "updated_at": updated_at,
             }
             append_durably(self.file_path(topic_id), _encode(record))
+            self._wrote(self._next_seq, self._next_seq + 1)
             self._next_seq += 1
             topic.meta["name"] = name
             topic.meta["brief"] = brief
@@ -521,6 +569,7 @@ class JsonlTopicStore:
                 "created_at": _now(),
             }
             append_durably(self._links_path, _encode(record))
+            self._wrote(self._next_seq, self._next_seq + 1)
             self._next_seq += 1
             self._links.append(link)
 
@@ -563,7 +612,7 @@ class JsonlTopicStore:
             keyed: list[tuple[datetime, int, StoredMessage]] = []
             for topic_id in self._topics:
                 for record in _read_records(self.file_path(topic_id), repair=False):
-                    if record.get("type") != "message":
+                    if record.get("type") != "message" or not self._visible(record):
                         continue
                     message = _message_from_record(record)
                     if message is None or self._locations.get(message["id"]) != topic_id:

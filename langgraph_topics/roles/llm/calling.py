@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable
 
+from langgraph_topics.errors import first_line, mark_reported
 from langgraph_topics.prompts.loader import load_prompt
 from langgraph_topics.roles.llm.retries import Backoff
 from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
@@ -58,6 +59,20 @@ def add_usage(record: CallRecord, reply: BaseMessage) -> None:
     record.cached_tokens += int(details.get("cache_read") or 0)
 
 
+def model_label(model: object) -> str:
+    """A model's name for a log line, looking through wrappers such as ``bind_tools``."""
+    for _ in range(5):
+        bound = getattr(model, "bound", None)
+        if bound is None:
+            break
+        model = bound
+    for attribute in ("model_name", "model", "model_id"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
 def emit(record: CallRecord) -> None:
     """Hand the record to the collector of the current run (dropped outside a run)."""
     found = current_collector()
@@ -69,6 +84,9 @@ def emit(record: CallRecord) -> None:
 class ModelCaller:
     """Calls one model for one role.
 
+    A failed call is logged as one WARNING line naming the role, the model and the error's
+    first line (the traceback goes to DEBUG); a provider retry is an INFO line.
+
     Args:
         role: The role name, as the tuning log shows it.
         model: The chat model (or a runnable around it, e.g. with tools bound).
@@ -79,6 +97,8 @@ class ModelCaller:
         self.role = role
         self.model = model
         self.policy = policy
+        self.who = f"{role} ({model_label(model)})"
+        """How log lines name the caller: the role and its model."""
 
     def invoke(self, messages: Sequence[BaseMessage], record: CallRecord) -> AIMessage:
         """One model call with provider retries; usage and retries go into ``record``."""
@@ -86,7 +106,7 @@ class ModelCaller:
         def retried(error: BaseException) -> None:
             record.retries += 1
             record.errors.append(f"provider: {type(error).__name__}: {error}"[:300])
-            log.warning("%s: provider failure, retrying: %s", self.role, error)
+            log.info("%s: provider failure, retrying: %s", self.who, first_line(error))
 
         reply = self.policy.backoff.run(lambda: self.model.invoke(list(messages)), retried)
         if not isinstance(reply, AIMessage):
@@ -125,7 +145,7 @@ class ModelCaller:
                     raise
                 attempt += 1
                 record.format_retries += 1
-                log.info("%s: malformed reply, asking again: %s", self.role, error)
+                log.info("%s: malformed reply, asking again: %s", self.who, first_line(str(error)))
                 feedback = load_prompt(retry_prompt, language, self.policy.prompt_dir).render(
                     error=str(error), element=element
                 )
@@ -143,23 +163,36 @@ class ModelCaller:
     ) -> T:
         """Run ``call``; on a malformed reply (or any failure, when allowed) run ``fallback``.
 
-        The record is completed (latency, outcome) and emitted whatever happens.
+        The record is completed (latency, outcome) and emitted whatever happens. A failure is
+        logged here, once, as one line (the traceback at DEBUG), and marked as reported
+        (``langgraph_topics.errors.mark_reported``) when it is raised on to the caller.
         """
         start = time.perf_counter()
         try:
             try:
                 return call()
             except ReplyFormatError as error:
-                log.warning("%s: malformed reply; the native back end serves: %s", self.role, error)
+                log.warning(
+                    "%s: malformed reply; the native back end serves: %s",
+                    self.who,
+                    first_line(str(error)),
+                )
                 record.fallback = True
                 return fallback()
             except Exception as error:
+                self._log_failure(error, record, falls_back=fallback_on_failure)
                 if not fallback_on_failure:
                     record.failed = True
+                    mark_reported(error)
                     raise
-                log.warning("%s: model failed; the native back end serves: %s", self.role, error)
                 record.fallback = True
                 return fallback()
         finally:
             record.latency_s = round(time.perf_counter() - start, 4)
             emit(record)
+
+    def _log_failure(self, error: Exception, record: CallRecord, *, falls_back: bool) -> None:
+        retries = f" after {record.retries} retries" if record.retries else ""
+        served = "; the native back end serves" if falls_back else ""
+        log.warning("%s: model call failed%s%s: %s", self.who, retries, served, first_line(error))
+        log.debug("%s: the failed call's traceback", self.who, exc_info=error)
