@@ -1,4 +1,4 @@
-"""The invariants of DESIGN.md, checked against a thread's state and stores."""
+"""The numbered invariants (README: "Forks, crashes and `check`"), checked on a thread."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from typing import Any, TypedDict, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.types import Durability
 
 from langgraph_topics.checks import (
     CheckReport,
@@ -39,6 +40,7 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
+from langgraph_topics.stores.checkpoint_retention import prune_checkpoints
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.protocols import Embedder
 from langgraph_topics.stores.topic_audit import audit_topic_files
@@ -47,6 +49,13 @@ from langgraph_topics.thread_locks import ThreadLocks
 from langgraph_topics.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
+
+DURABILITY: Durability = "exit"
+"""One checkpoint per turn, written when the turn ends. A crash mid-turn loses only that turn's
+unacknowledged input: store writes are seen only through the ranges a checkpoint records, so
+the topic files need no checkpoint of their own (README: "Forks, crashes and `check`")."""
+KEEP_CHECKPOINTS = 100
+"""Checkpoints kept per thread by default (Studio's history, forks, time travel)."""
 
 
 class ContextReport(TypedDict):
@@ -109,7 +118,10 @@ class TopicMemory:
         embedder: Embedder | None = None,
         token_counter: TokenCounter | None = None,
         services: TopicServices | None = None,
+        keep_checkpoints: int = KEEP_CHECKPOINTS,
     ) -> None:
+        self.keep_checkpoints = keep_checkpoints
+        """Checkpoints each thread keeps (older ones are deleted after every turn; 0 keeps all)."""
         if services is not None:  # fully wired by the caller: its settings rule
             self.services = services
             self.settings = services.settings
@@ -168,6 +180,16 @@ class TopicMemory:
         with self._locks.writer(check_thread_id(thread_id)):
             yield
 
+    @contextmanager
+    def reading(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's files lock, so that state and stores are read as one.
+
+        Short: a writer appending to the topic files waits for it, never for a whole turn.
+        Integrations that read the stores themselves (``services.branch_stores``) take it.
+        """
+        with self._locks.files(check_thread_id(thread_id)):
+            yield
+
     def run_turn(
         self,
         thread_id: str,
@@ -196,14 +218,17 @@ class TopicMemory:
         with self.writing(thread_id), self._locks.files(thread_id):
             if checkpoint_id is None:
                 self._finish_interrupted(thread_id)
-            return cast(
+            result = cast(
                 dict[str, Any],
                 self.graph.invoke(
                     cast(Any, dict(payload)),
                     self._config(thread_id, checkpoint_id),
                     context=TopicContext(services=services or self.services),
+                    durability=DURABILITY,
                 ),
             )
+            prune_checkpoints(self.checkpointer, thread_id, self.keep_checkpoints)
+            return result
 
     def resume(self, thread_id: str) -> dict[str, Any] | None:
         """Finish a turn that a crash (or a failing step) cut short.
@@ -235,7 +260,10 @@ class TopicMemory:
         return cast(
             dict[str, Any],
             self.graph.invoke(
-                None, self._config(thread_id), context=TopicContext(services=self.services)
+                None,
+                self._config(thread_id),
+                context=TopicContext(services=self.services),
+                durability=DURABILITY,
             ),
         )
 
@@ -457,6 +485,8 @@ class TopicMemory:
         config: RunnableConfig | None = self._config(thread_id, checkpoint_id)
         while config is not None:
             snapshot = self.graph.get_state(config)
+            if not snapshot.values:  # older checkpoints were pruned
+                break
             for message in snapshot.values.get("messages", []):
                 if message.id and message.id not in held:
                     lost.setdefault(message.id)

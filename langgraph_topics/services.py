@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from langgraph_topics.errors import InputError
 from langgraph_topics.retrieval.evidence import EvidenceScorer
 from langgraph_topics.retrieval.message_index import (
     MessageIndex,
@@ -26,7 +27,16 @@ from langgraph_topics.retrieval.message_index import (
     open_message_index,
 )
 from langgraph_topics.roles.protocols import Roles
-from langgraph_topics.settings import Settings
+from langgraph_topics.settings import (
+    MODEL_RUN_SETTINGS,
+    RUN_SETTING_NAMES,
+    RUN_SETTINGS_KEY,
+    RunSettings,
+    Settings,
+    check_run_settings,
+    run_settings_key,
+    with_run_settings,
+)
 from langgraph_topics.stores.embeddings import CachingEmbedder, UseEmbedder
 from langgraph_topics.stores.overlay import OverlayTopicIndex, OverlayTopicStore
 from langgraph_topics.stores.protocols import (
@@ -104,6 +114,15 @@ class TopicServices:
     """Whether store writes stay in memory (a dry run): a context query may split then."""
     _stores: dict[str, ThreadStores] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _settings_roles: Roles | None = field(default=None, repr=False, compare=False)
+    """The roles ``open`` built from the settings (a run with other settings rebuilds them)."""
+    _role_cache: dict[str, Roles] = field(default_factory=dict, repr=False, compare=False)
+    """Roles built for other settings, by settings; shared by every ``replace`` copy."""
+    _role_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _per_run: dict[str, TopicServices] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """The services of each distinct per-run settings, derived from these (never copied)."""
 
     @classmethod
     def open(
@@ -139,13 +158,15 @@ class TopicServices:
                 message_index=open_message_index(root / "retrieval", embedder, topic_store),
             )
 
+        built = None if roles is not None else build_roles(settings, embedder=embedder)
         return cls(
             settings=settings,
-            roles=roles or build_roles(settings, embedder=embedder),
+            roles=roles or cast(Roles, built),
             embedder=embedder,
             token_counter=token_counter or default_token_counter(settings.tokenizer),
             open_stores=open_stores,
             clock=clock,
+            _settings_roles=built,
         )
 
     def __post_init__(self) -> None:
@@ -200,6 +221,76 @@ class TopicServices:
         if dropped is not None and isinstance(dropped.topic_index, ChromaTopicIndex):
             ChromaTopicIndex.reload_from_disk_next_time()
 
+    def with_run_settings(self, changes: Mapping[str, Any]) -> TopicServices:
+        """These services with a run's settings (``RunSettings``, see ``check_run_settings``).
+
+        The copy shares everything but the settings and the role back ends: the per-thread
+        stores (so one process never opens a thread's directory twice), the role statistics,
+        the embedder. Role back ends built from the settings (``open`` without ``roles``) are
+        built again for the new settings, once per distinct settings; roles given in code are
+        kept, and then a run may change only ``budget_tokens`` and ``language``.
+
+        Args:
+            changes: A run's ``topic_memory`` value (checked here), or its checked changes.
+
+        Raises:
+            InputError: An invalid or unusable setting (one line naming it), e.g. a budget under
+                200 tokens, an unknown provider, or a model for services whose roles were given
+                in code.
+        """
+        checked = check_run_settings(changes)
+        if not checked:
+            return self
+        key = run_settings_key(checked)
+        with self._role_lock:
+            cached = self._per_run.get(key)
+        if cached is not None:
+            return cached
+        settings = with_run_settings(self.settings, checked)
+        if settings == self.settings:
+            return self
+        if self._settings_roles is not None and self.roles is self._settings_roles:
+            roles = self._roles_for(settings)
+        else:
+            changed = [
+                name
+                for name in MODEL_RUN_SETTINGS
+                if getattr(settings, name) != getattr(self.settings, name)
+            ]
+            if changed:
+                raise InputError(
+                    f"{RUN_SETTINGS_KEY}.{changed[0]}: these services were given their role back "
+                    "ends in code, so a run cannot change their models or prompts (build them "
+                    "with TopicServices.open(settings) without roles)"
+                )
+            roles = self.roles
+        derived = replace(
+            self,
+            settings=settings,
+            roles=roles,
+            _settings_roles=roles if roles is not self.roles else self._settings_roles,
+        )
+        with self._role_lock:
+            return self._per_run.setdefault(key, derived)
+
+    def _roles_for(self, settings: Settings) -> Roles:
+        """The role back ends of ``settings``, built once per distinct settings."""
+        from langgraph_topics.roles.factory import build_roles
+
+        key = repr(settings)
+        with self._role_lock:
+            cached = self._role_cache.get(key)
+            if cached is None:
+                try:
+                    cached = build_roles(settings, embedder=self.embedder)
+                except InputError as error:  # name the run's setting, not the Settings field
+                    text = str(error)
+                    if text.startswith("Settings."):
+                        text = RUN_SETTINGS_KEY + text[len("Settings") :]
+                    raise InputError(text) from error
+                self._role_cache[key] = cached
+            return cached
+
     def dry_run(self) -> TopicServices:
         """A view whose store writes stay in memory (for context queries).
 
@@ -232,9 +323,35 @@ class TopicContext:
 
     ``services`` is typed ``Any`` so that the Studio server can still draw the schema; leave it
     ``None`` to use the process default (settings from ``LANGGRAPH_TOPICS_*`` variables).
+
+    ``topic_memory`` holds settings of this run only (``RunSettings``: ``budget_tokens``,
+    ``language``, ``strong_model``, ``cheap_model``, ``role_models``, ``prompt_dir``); the same
+    object may come as ``config["configurable"]["topic_memory"]`` instead (the context's keys
+    win). It is checked, and the role back ends of its models are built (once per distinct
+    settings), when the context is made: a LangGraph Studio assistant or a server run with an
+    invalid setting fails with one line naming it before the run starts or writes anything.
+
+    Example:
+        >>> TopicContext(topic_memory={"budget_tokens": 1200, "language": "zh"})  # doctest: +SKIP
+
+    Raises:
+        InputError: An invalid ``topic_memory`` setting, or ``services`` that are not
+            ``TopicServices`` (e.g. settings sent as JSON: they belong in ``topic_memory``).
     """
 
     services: Any = None
+    topic_memory: RunSettings | None = None
+
+    def __post_init__(self) -> None:
+        if self.services is not None and not isinstance(self.services, TopicServices):
+            raise InputError(
+                "context services must be TopicServices built in code, got "
+                f"{type(self.services).__name__}; put per-run settings under "
+                f"{RUN_SETTINGS_KEY!r} ({', '.join(RUN_SETTING_NAMES)})"
+            )
+        changes = check_run_settings(self.topic_memory)
+        if changes:  # models built now: a bad model string fails before the run starts
+            (self.services or default_services()).with_run_settings(changes)
 
 
 _default_services: TopicServices | None = None
@@ -250,13 +367,44 @@ def default_services() -> TopicServices:
         return _default_services
 
 
+def run_settings_of(context: Any = None) -> dict[str, Any]:
+    """The per-run settings of the current run, checked (``check_run_settings``).
+
+    ``config["configurable"]["topic_memory"]`` first, then the context's ``topic_memory``
+    (an attribute, or a key of a dict context), whose keys win.
+
+    Raises:
+        InputError: An invalid setting (one line naming it).
+    """
+    changes: dict[str, Any] = {}
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # outside a run
+        configurable = {}
+    changes.update(check_run_settings(configurable.get(RUN_SETTINGS_KEY)))
+    if isinstance(context, Mapping):
+        given = context.get(RUN_SETTINGS_KEY)
+    else:
+        given = getattr(context, RUN_SETTINGS_KEY, None)
+    changes.update(check_run_settings(given))
+    return changes
+
+
 def services_of(runtime: Runtime[TopicContext] | None) -> TopicServices:
-    """The services of a run: the context's, else the process default."""
+    """The services of a run: the context's, else the process default, with its run settings.
+
+    Per-run settings (``topic_memory`` in the context or in ``config["configurable"]``) give
+    a copy that shares the stores (``TopicServices.with_run_settings``).
+
+    Raises:
+        InputError: An invalid per-run setting (one line naming it); the first node raises it
+            before the turn writes anything.
+    """
     context = runtime.context if runtime is not None else None
     services = getattr(context, "services", None)
-    if isinstance(services, TopicServices):
-        return services
-    return default_services()
+    base = services if isinstance(services, TopicServices) else default_services()
+    changes = run_settings_of(context)
+    return base.with_run_settings(changes) if changes else base
 
 
 def thread_id_of(runtime: Runtime[Any] | None = None) -> str:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
+
+from langgraph_topics.errors import InputError
 
 DATA_DIR_ENV = "LANGGRAPH_TOPICS_DATA_DIR"
 BUDGET_ENV = "LANGGRAPH_TOPICS_BUDGET"
@@ -145,3 +152,169 @@ class Settings:
             raise ValueError(
                 f"lock_timeout_seconds must not be negative, got {self.lock_timeout_seconds}"
             )
+
+
+RUN_SETTINGS_KEY = "topic_memory"
+"""Where a run carries its own settings: ``context["topic_memory"]`` (``TopicContext``) or
+``config["configurable"]["topic_memory"]``."""
+
+RUN_SETTING_NAMES = (
+    "budget_tokens",
+    "language",
+    "strong_model",
+    "cheap_model",
+    "role_models",
+    "prompt_dir",
+)
+"""The settings one run (a LangGraph Studio assistant, a server or SDK run) may change."""
+
+LANGUAGES = ("auto", "zh", "en")
+MODEL_RUN_SETTINGS = ("strong_model", "cheap_model", "role_models", "prompt_dir")
+"""Per-run settings that change the role back ends' models or prompts."""
+
+
+class RunSettings(TypedDict, total=False):
+    """Settings of one run, under ``topic_memory`` in its context or ``configurable``.
+
+    Every key is optional; a key left out (or ``null``, or an empty string) keeps the value of
+    the services' settings (the ``LANGGRAPH_TOPICS_*`` variables for the server's graph).
+
+    Example:
+        ``{"budget_tokens": 1200, "language": "zh", "strong_model": "openai:gpt-4o",
+        "cheap_model": "openai:gpt-4o-mini", "role_models": {"index_router": "openai:gpt-4.1-nano"},
+        "prompt_dir": "./my_prompts"}``
+    """
+
+    budget_tokens: int
+    """The main window's token budget (at least 200)."""
+    language: Literal["auto", "zh", "en"]
+    """Prompt language."""
+    strong_model: str | None
+    """``init_chat_model`` string of the splitter and the responder."""
+    cheap_model: str | None
+    """``init_chat_model`` string of the topic window, brief writer and index router."""
+    role_models: dict[str, str] | None
+    """Models of single roles (added to the settings' own)."""
+    prompt_dir: str | None
+    """A directory of ``<language>/<name>.md`` prompt overrides."""
+
+
+def _run_setting_problem(name: str, value: Any, problem: str) -> InputError:
+    return InputError(f"{RUN_SETTINGS_KEY}.{name}={value!r}: {problem}")
+
+
+def _model_string(name: str, value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _run_setting_problem(name, value, "must be a model string such as openai:gpt-4o")
+    return value.strip()
+
+
+def check_run_settings(raw: Any) -> dict[str, Any]:
+    """The ``Settings`` changes a run asks for, checked one by one.
+
+    Args:
+        raw: The ``topic_memory`` value of a run (a mapping of ``RunSettings`` keys), or None.
+
+    Returns:
+        Keyword arguments for ``dataclasses.replace(settings, ...)``: keys left out, ``null``
+        or empty are dropped; ``prompt_dir`` becomes a ``Path``; ``role_models`` is sorted.
+
+    Raises:
+        InputError: One line naming the setting, e.g.
+            ``topic_memory.budget_tokens=100: must be at least 200 tokens (…)``.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InputError(
+            f"{RUN_SETTINGS_KEY} must be an object of settings "
+            f"({', '.join(RUN_SETTING_NAMES)}), got {type(raw).__name__}"
+        )
+    unknown = sorted(str(key) for key in raw if key not in RUN_SETTING_NAMES)
+    if unknown:
+        raise InputError(
+            f"{RUN_SETTINGS_KEY}.{unknown[0]}: unknown setting; "
+            f"known: {', '.join(RUN_SETTING_NAMES)}"
+        )
+    changes: dict[str, Any] = {}
+    budget = raw.get("budget_tokens")
+    if budget is not None:
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise _run_setting_problem("budget_tokens", budget, "must be a whole number of tokens")
+        if budget < MIN_BUDGET_TOKENS:
+            raise _run_setting_problem(
+                "budget_tokens",
+                budget,
+                f"must be at least {MIN_BUDGET_TOKENS} tokens "
+                "(the system prompt and the recent messages need room)",
+            )
+        changes["budget_tokens"] = budget
+    language = raw.get("language")
+    if language is not None and language != "":
+        if language not in LANGUAGES:
+            raise _run_setting_problem(
+                "language", language, f"must be one of {', '.join(LANGUAGES)}"
+            )
+        changes["language"] = language
+    for tier in ("strong_model", "cheap_model"):
+        model = _model_string(tier, raw.get(tier))
+        if model is not None:
+            changes[tier] = model
+    role_models = raw.get("role_models")
+    if role_models is not None:
+        if not isinstance(role_models, Mapping):
+            raise _run_setting_problem(
+                "role_models", role_models, "must map role names to model strings"
+            )
+        checked: dict[str, str] = {}
+        for role, model in role_models.items():
+            if role not in ROLE_NAMES:
+                raise InputError(
+                    f"{RUN_SETTINGS_KEY}.role_models.{role}: unknown role; "
+                    f"known: {', '.join(ROLE_NAMES)}"
+                )
+            named = _model_string(f"role_models.{role}", model)
+            if named is not None:
+                checked[role] = named
+        if checked:
+            changes["role_models"] = dict(sorted(checked.items()))
+    prompt_dir = raw.get("prompt_dir")
+    if prompt_dir is not None and prompt_dir != "":
+        if not isinstance(prompt_dir, str | os.PathLike):
+            raise _run_setting_problem("prompt_dir", prompt_dir, "must be a directory path")
+        if not Path(prompt_dir).is_dir():
+            raise _run_setting_problem("prompt_dir", str(prompt_dir), "is not a directory")
+        changes["prompt_dir"] = Path(prompt_dir)
+    return changes
+
+
+def with_run_settings(settings: Settings, changes: Mapping[str, Any]) -> Settings:
+    """``settings`` with a run's checked changes (``check_run_settings``) applied.
+
+    ``role_models`` are added to the settings' own (a run's model for a role wins).
+
+    Raises:
+        InputError: The changed settings do not fit together (one line naming the setting).
+    """
+    if not changes:
+        return settings
+    updates = dict(changes)
+    if "role_models" in updates:
+        updates["role_models"] = dict(
+            sorted({**settings.role_models, **updates["role_models"]}.items())
+        )
+    try:
+        return replace(settings, **updates)
+    except ValueError as error:
+        name = next((key for key in updates if key in str(error)), RUN_SETTINGS_KEY)
+        raise InputError(f"{RUN_SETTINGS_KEY}.{name}: {error}") from error
+
+
+def run_settings_key(changes: Mapping[str, Any]) -> str:
+    """A stable text key of a run's checked changes (for caches)."""
+    return json.dumps(
+        {key: str(value) if isinstance(value, Path) else value for key, value in changes.items()},
+        sort_keys=True,
+    )

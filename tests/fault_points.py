@@ -469,10 +469,11 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
     # The chat covers every kind of point, around its first split and the brief of a later one.
     "chat": {
         "points": [
+            # One checkpoint per turn (durability "exit"): the first turn's is never saved,
+            # then the second's, then one right after it was saved.
             ("checkpoint:put", 1, "before"),
-            # The first turn's input is saved, the checkpoint after it is not.
-            ("checkpoint:put", 2, "before", ("checkpoint:put_writes", 1)),
-            ("checkpoint:put_writes", 1, "after"),
+            ("checkpoint:put", 2, "before"),
+            ("checkpoint:put", 1, "after"),
             ("append:topic-topic", 1, "before"),
             ("fsync:topics", 1, "before"),
             ("append:topic-message", 1, "before"),
@@ -494,8 +495,8 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
     # the kill (each of its runs imports the whole file, so they are few).
     "import": {
         "points": [
-            # The first turn's input is saved, the checkpoint after it is not.
-            ("checkpoint:put", 2, "before", ("checkpoint:put_writes", 1)),
+            # The second turn's checkpoint is not saved.
+            ("checkpoint:put", 2, "before"),
             ("append:topic-topic", 1, "torn"),
             ("append:topic-topic", 2, "before"),  # one new topic created, the other not yet
             ("append:topic-message", 2, "before"),  # one new topic filled, the other not yet

@@ -231,3 +231,21 @@ def test_the_cli_check_refuses_a_mistyped_data_dir_or_thread_and_creates_nothing
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no thread 'nobody'" in err[0]
     assert not (data_dir / "threads").exists() or not any((data_dir / "threads").iterdir())
+
+
+def test_a_checkpoint_whose_topics_are_in_another_data_dir_degrades_instead_of_crashing(
+    make_memory: MemoryFactory,
+) -> None:
+    from langgraph_topics.services import TopicContext
+
+    memory = make_memory(budget=500)
+    memory.import_messages("t", subject_records(["stocks", "kyoto", "sourdough", "fitness"]))
+    assert memory.topics("t")
+    elsewhere = make_memory(budget=500)  # the README's pitfall: a run without its own context
+    result = memory.graph.invoke(
+        {"messages": [HumanMessage("Which ryokan near Fushimi Inari?")]},
+        memory._config("t"),
+        context=TopicContext(services=elsewhere.services),
+    )
+    assert result["messages"][-1].type == "ai"
+    assert any("unknown topic" in e["detail"] for e in result["events"])

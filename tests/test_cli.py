@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conversations import subject_records
+
+from langgraph_topics.cli.main import EXAMPLES, main
 
 CLI = [sys.executable, "-m", "langgraph_topics.cli.main"]
 
@@ -58,6 +61,21 @@ def test_import_context_topics_check(tmp_path: Path) -> None:
     assert all({"id", "score"} <= set(t) for t in context["topics"])
     scores = [t["score"] for t in context["topics"]]
     assert scores == sorted(scores, reverse=True)
+    assert "activate_topic" in context["system_prompt"]  # the instructions (zh or en)
+    assert "prompt" not in context  # only with --show-prompt
+
+    question = "Which ryokan near Gion?"
+    shown = json.loads(_run("context", question, *data, "--json", "--show-prompt").stdout)
+    prompt = shown["prompt"]
+    assert prompt[0] == {"role": "system", "content": shown["system_prompt"]}
+    assert [m["id"] for m in prompt[1:]] == [m["id"] for m in shown["messages"]]
+    assert prompt[-1]["role"] == "user" and prompt[-1]["content"] == question
+    assert "Gion Hatanaka" in shown["system_prompt"]  # the quoted ryokan answer is recalled
+
+    text = _run("context", question, *data, "--show-prompt").stdout
+    assert text.startswith("=== system ===\n" + shown["system_prompt"] + "\n")
+    assert text.count("\n=== ") == len(prompt) - 1
+    assert text.rstrip().endswith(f"===\n{question}")
 
     check = _run("check", *data, "--json")
     assert check.returncode == 0 and json.loads(check.stdout)["ok"] is True
@@ -94,3 +112,47 @@ def test_chat_reads_piped_lines_and_ends_at_eof(tmp_path: Path) -> None:
     assert len(replies) == 2
     check = _run("check", "--data-dir", str(tmp_path / "d"), "--thread", "pipe", "--json")
     assert json.loads(check.stdout)["counts"]["total"] == 4
+
+
+def _commands() -> list[list[str]]:
+    commands = [["demo"], ["chat"], ["import"], ["context"], ["topics"], ["transcript"], ["check"]]
+    bench = [["bench", kind] for kind in ("recall", "embedders", "overhead", "search", "fanout")]
+    return [[], *commands, ["bench"], *bench]
+
+
+@pytest.mark.parametrize("command", _commands(), ids=lambda c: " ".join(c) or "top")
+def test_every_help_shows_examples(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main([*command, "--help"])
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    prog = " ".join(["langgraph-topics", *command])
+    assert f"usage: {prog}" in out
+    assert "\nexamples:\n" in out
+    examples = out.split("\nexamples:\n", 1)[1].splitlines()
+    assert examples[0].startswith(f"  {prog}") or not command  # an example of this command
+    assert EXAMPLES[prog].strip("\n") in out  # laid out as written, not re-wrapped
+
+
+def test_help_examples_name_real_options() -> None:
+    """Every --option an example uses exists on the parser of the command it runs."""
+    from langgraph_topics.cli.main import build_parser
+
+    parser = build_parser()
+    for text in EXAMPLES.values():
+        joined = text.replace("\\\n", " ")  # continuation lines
+        for line in joined.splitlines():
+            line = line.split("  #", 1)[0].strip()
+            if "langgraph-topics " not in line or line.startswith("Run "):
+                continue
+            args = line.split("langgraph-topics ", 1)[1].split()
+            sub = parser
+            for word in args:
+                action = next((a for a in sub._actions if isinstance(a.choices, dict)), None)
+                if action is None or word not in action.choices:
+                    break
+                sub = action.choices[word]
+            known = {o for a in sub._actions for o in a.option_strings}
+            options = {w for w in args if w.startswith("--")}
+            assert sub is not parser, line
+            assert options <= known, f"{line}: {options - known} unknown"

@@ -1,11 +1,11 @@
 """Kill the process at the write points of an import and of chat turns, then reopen and check.
 
-Invariants 1, 5 and 8 of DESIGN.md under ``SIGKILL``: a child process (``fault_points.py``)
-wraps every durable append, directory fsync, topic-index upsert and checkpoint write, runs a
-scenario once to count them, and then, for a sample of them, dies at one (before the write,
-after it, or after half of an append: a torn line). A fresh process then reopens the data
-directory, checks it, runs one more turn (the import is run again first) and reports; the
-assertions are here. Three processes chatting on one thread at once are checked here too.
+Invariants 1, 5 and 8 (README: "Forks, crashes and `check`") under ``SIGKILL``: a child process
+(``fault_points.py``) wraps every durable append, directory fsync, topic-index upsert and checkpoint
+write, runs a scenario once to count them, and then, for a sample of them, dies at one (before the
+write, after it, or after half of an append: a torn line). A fresh process then reopens the data
+directory, checks it, runs one more turn (the import is run again first) and reports; the assertions
+are here. Three processes chatting on one thread at once are checked here too.
 
 The child logs the ids it sends before every call and those it got confirmed (the call or the
 import turn returned). After the extra turn every confirmed id must be in the transcript once;
@@ -181,9 +181,9 @@ def _report(problems: Iterable[str]) -> str:
 # ------------------------------------------------------------------------ the write points
 
 
+# One checkpoint per turn (``durability="exit"``): no pending writes are saved mid-turn.
 EXPECTED_KINDS = {
     "checkpoint:put",
-    "checkpoint:put_writes",
     "append:topic-topic",
     "fsync:topics",
     "append:topic-message",
@@ -202,7 +202,7 @@ def test_every_kind_of_write_point_is_found_and_killed(campaign: Campaign, scena
     assert counting.status.get("run") == 0, counting.stderr_tail()
     assert any(e.get("finished") for e in counting.events)
     assert EXPECTED_KINDS <= set(kinds), Counter(kinds)
-    assert Counter(kinds)["append:topic-topic"] >= 1 and len(kinds) > 100
+    assert Counter(kinds)["append:topic-topic"] >= 1 and len(kinds) > 20
     problems = []
     for run in campaign.kills(scenario):
         assert run.kill is not None

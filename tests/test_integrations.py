@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator
+from functools import reduce
+from operator import add
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conversations import subject_records
 from langchain_core.chat_history import InMemoryChatMessageHistory
-from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
+from langchain_core.language_models.fake_chat_models import (
+    FakeListChatModel,
+    GenericFakeChatModel,
+)
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableGenerator, RunnableLambda
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.integrations import (
@@ -19,6 +35,9 @@ from langgraph_topics.integrations import (
     new_user_message,
     with_topic_memory,
 )
+from langgraph_topics.roles.factory import build_roles
+from langgraph_topics.roles.llm import LlmResponder
+from langgraph_topics.roles.llm import responder as responder_module
 from langgraph_topics.stores.embeddings import UseEmbedder
 
 
@@ -33,6 +52,7 @@ def test_new_user_message_takes_the_last_user_turn() -> None:
     assert new_user_message("hi").content == "hi"
     assert new_user_message([("user", "a"), ("assistant", "b"), ("user", "c")]).content == "c"
     assert new_user_message({"role": "user", "content": "d"}).content == "d"
+    assert new_user_message({"messages": [("user", "e"), ("assistant", "f")]}).content == "e"
     with pytest.raises(ValueError):
         new_user_message([AIMessage("only a reply")])
 
@@ -85,3 +105,193 @@ def test_context_messages_put_the_application_prompt_first(memory: TopicMemory) 
     messages = context_messages(memory.state("c")["context"], "App rules.")
     assert messages[0].type == "system" and str(messages[0].content).startswith("App rules.")
     assert [m.type for m in messages[1:]] == ["human"]  # assembled before the reply
+
+
+CONFIG: Any = {"configurable": {"thread_id": "s"}}
+
+
+def _spy(model: Any, seen: list[list[BaseMessage]]) -> Any:
+    """``model`` (its invoke and stream), recording the messages it is called with."""
+
+    def record(messages: Any) -> Any:
+        seen.append(list(messages))
+        return messages
+
+    return RunnableLambda(record) | model
+
+
+def test_stream_yields_the_models_tokens_under_the_recorded_id(memory: TopicMemory) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("Feed it once a week, cold.")]))
+    chat = with_topic_memory(model, memory)
+    chunks = list(chat.stream({"messages": [HumanMessage("How often do I feed it?")]}, CONFIG))
+    assert len(chunks) > 3 and all(isinstance(c, AIMessageChunk) for c in chunks)
+    whole = reduce(add, chunks)
+    stored = memory.transcript("s")[-1]
+    assert whole.content == stored["content"] == "Feed it once a week, cold."
+    assert {c.id for c in chunks} == {stored["id"]}
+    assert memory.check("s").ok
+
+
+def test_stream_is_incremental_and_astream_too(memory: TopicMemory) -> None:
+    first_seen = threading.Event()
+
+    def tokens(_: Iterator[Any]) -> Iterator[AIMessageChunk]:
+        yield AIMessageChunk("first ")
+        # Only reachable if the caller got "first " while the model is still answering.
+        assert first_seen.wait(20), "the first chunk did not reach the caller in time"
+        yield AIMessageChunk("second")
+
+    chat = with_topic_memory(RunnableGenerator(tokens), memory)
+    texts = []
+    for chunk in chat.stream("Tell me a story", CONFIG):
+        texts.append(chunk.content)
+        first_seen.set()
+    assert texts == ["first ", "second"]
+    assert memory.transcript("s")[-1]["content"] == "first second"
+
+    async def collect() -> list[str]:
+        first_seen.clear()
+        got = []
+        async for chunk in chat.astream("And another one", CONFIG):
+            got.append(str(chunk.content))
+            first_seen.set()
+        return got
+
+    assert asyncio.run(collect()) == ["first ", "second"]
+    assert [m["content"] for m in memory.transcript("s")][-2:] == [
+        "And another one",
+        "first second",
+    ]
+
+
+def test_tool_calls_and_tool_results_are_recorded(memory: TopicMemory) -> None:
+    call = {"name": "weather", "args": {"city": "Kyoto"}, "id": "call-1"}
+    seen: list[list[BaseMessage]] = []
+    replies = iter([AIMessage("", tool_calls=[call]), AIMessage("Sunny, 24 °C in Kyoto.")])
+    chat = with_topic_memory(_spy(RunnableLambda(lambda _: next(replies)), seen), memory)
+    history: list[BaseMessage] = [HumanMessage("What's the weather in Kyoto?")]
+    reply = chat.invoke({"messages": history}, CONFIG)
+    assert reply.tool_calls and reply.tool_calls[0]["id"] == "call-1" and reply.id
+    # An agent loop sends the whole list back with the tool's result.
+    history += [reply, ToolMessage("sunny, 24C", tool_call_id="call-1")]
+    answer = chat.invoke({"messages": history}, CONFIG)
+    assert answer.content == "Sunny, 24 °C in Kyoto."
+    # The model saw its own call and the result, in that order.
+    last = seen[-1]
+    kinds = [(type(m).__name__, getattr(m, "tool_call_id", None)) for m in last[-2:]]
+    assert kinds == [("AIMessage", None), ("ToolMessage", "call-1")]
+    assert last[-2].tool_calls[0]["id"] == "call-1"
+    transcript = memory.transcript("s")
+    assert [m["role"] for m in transcript] == ["user", "assistant", "tool", "assistant"]
+    assert transcript[1]["id"] == reply.id and transcript[1]["tool_calls"][0]["id"] == "call-1"
+    assert transcript[2]["tool_call_id"] == "call-1" and transcript[2]["content"] == "sunny, 24C"
+    assert memory.check("s").ok
+
+
+def test_streamed_tool_calls_are_recorded(memory: TopicMemory) -> None:
+    def tool_call(_: Iterator[Any]) -> Iterator[AIMessageChunk]:
+        yield AIMessageChunk(
+            "",
+            tool_call_chunks=[
+                {
+                    "name": "search",
+                    "args": '{"q": ',
+                    "id": "call-7",
+                    "index": 0,
+                    "type": "tool_call_chunk",
+                }
+            ],
+        )
+        yield AIMessageChunk(
+            "",
+            tool_call_chunks=[
+                {
+                    "name": None,
+                    "args": '"ryokan"}',
+                    "id": None,
+                    "index": 0,
+                    "type": "tool_call_chunk",
+                }
+            ],
+        )
+
+    chat = with_topic_memory(RunnableGenerator(tool_call), memory)
+    whole = reduce(add, chat.stream("Find me a ryokan", CONFIG))
+    assert whole.tool_calls == [
+        {"name": "search", "args": {"q": "ryokan"}, "id": "call-7", "type": "tool_call"}
+    ]
+    stored = memory.transcript("s")[-1]
+    assert stored["id"] == whole.id
+    assert stored["tool_calls"][0]["args"] == {"q": "ryokan"}
+
+
+class NoToolsChatModel(FakeListChatModel):
+    """A chat model without tool calling (``bind_tools`` is not implemented)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_responder_of_a_model_without_tools_just_answers(
+    tmp_path: Path,
+    embedder: UseEmbedder,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(responder_module, "_NO_TOOLS_NOTED", set())
+    settings = Settings(data_dir=tmp_path / "nt", budget_tokens=500, model_retries=0)
+    with caplog.at_level(logging.WARNING, logger="langgraph_topics.roles.llm.responder"):
+        roles = build_roles(
+            settings, strong=NoToolsChatModel(responses=["Hello there!"]), embedder=embedder
+        )
+        build_roles(settings, strong=NoToolsChatModel(responses=["again"]), embedder=embedder)
+    notes = [r.getMessage() for r in caplog.records if "cannot call tools" in r.getMessage()]
+    assert len(notes) == 1 and "\n" not in notes[0]  # logged once, one line
+    responder = roles.responder
+    assert isinstance(responder, LlmResponder) and not responder.offers_tool
+    context: Any = {
+        "messages": [{"id": "u1", "role": "user", "content": "hi"}],
+        "system_prompt": "You are helpful.",
+    }
+    assert responder.respond(context, can_activate=True) == {
+        "text": "Hello there!",
+        "activate_query": None,
+    }
+    with TopicMemory(settings=settings, roles=roles, embedder=embedder) as memory:
+        assert memory.chat("nt", "How are you?") == "Hello there!"
+
+
+def test_stream_of_a_failing_model_records_the_apology(memory: TopicMemory) -> None:
+    def broken(_: Iterator[Any]) -> Iterator[AIMessageChunk]:
+        raise ConnectionError("provider down")
+        yield AIMessageChunk("never")
+
+    def cut_short(_: Iterator[Any]) -> Iterator[AIMessageChunk]:
+        yield AIMessageChunk("Half an ")
+        raise ConnectionError("connection dropped")
+
+    # Nothing streamed yet: the stored apology comes as the one chunk (as invoke returns it).
+    (chunk,) = with_topic_memory(RunnableGenerator(broken), memory).stream("Hi?", CONFIG)
+    assert chunk.content == memory.transcript("s")[-1]["content"]
+    assert chunk.id == memory.transcript("s")[-1]["id"]
+    # Cut short: the caller saw part of an answer, so the stream raises once it is recorded.
+    got: list[Any] = []
+    with pytest.raises(ConnectionError, match="connection dropped"):
+        for piece in with_topic_memory(RunnableGenerator(cut_short), memory).stream("?", CONFIG):
+            got.append(piece.content)
+    assert got == ["Half an "]
+    assert [m["role"] for m in memory.transcript("s")] == ["user", "assistant"] * 2
+    assert memory.check("s").ok
+
+
+def test_a_tool_call_left_unanswered_never_reaches_the_model(memory: TopicMemory) -> None:
+    call = {"name": "weather", "args": {"city": "Kyoto"}, "id": "call-9"}
+    seen: list[list[BaseMessage]] = []
+    replies = iter([AIMessage("", tool_calls=[call]), AIMessage("Let's talk about trains.")])
+    chat = with_topic_memory(_spy(RunnableLambda(lambda _: next(replies)), seen), memory)
+    chat.invoke("Weather in Kyoto?", CONFIG)
+    chat.invoke("Never mind: trains from Tokyo?", CONFIG)  # the call is never answered
+    window = seen[-1]
+    assert not any(isinstance(m, AIMessage) and m.tool_calls for m in window)
+    assert "[tool call not answered: weather]" in [m.content for m in window]
+    assert memory.transcript("s")[1]["tool_calls"][0]["id"] == "call-9"  # still recorded

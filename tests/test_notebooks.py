@@ -30,7 +30,12 @@ def kernel_specs(tmp_path_factory: pytest.TempPathFactory) -> KernelSpecManager:
 
 
 def test_there_are_notebooks() -> None:
-    assert [p.stem for p in NOTEBOOKS] == ["01_quickstart", "02_prompt_tuning", "03_topic_map"]
+    assert [p.stem for p in NOTEBOOKS] == [
+        "01_quickstart",
+        "02_prompt_tuning",
+        "03_topic_map",
+        "04_create_agent",
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -59,9 +59,10 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     pytest.fail(f"langgraph dev not ready in {STARTUP_TIMEOUT:.0f}s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture
-def dev_server(tmp_path: Path) -> Iterator[str]:
-    """A ``langgraph dev`` server on a free local port; always stopped afterwards."""
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``langgraph dev`` server on a free local port, shared by this module's tests."""
+    tmp_path = tmp_path_factory.mktemp("studio")
     if not LANGGRAPH.exists():
         pytest.fail(f"{LANGGRAPH} missing: install the dev extra (pip install -e '.[dev]')")
     port = _free_port()
@@ -147,3 +148,66 @@ def test_dev_server_runs_two_turns(dev_server: str) -> None:
     assert values["total_messages"] == 4
     assert values["context"]["recent_ids"][-1] == values["messages"][-2]["id"]
     assert values["estimate"]["budget"] == 2000
+
+
+def test_assistant_settings_change_the_budget_of_its_runs(dev_server: str) -> None:
+    """Per-assistant settings (context or configurable) reach the run; the default stays."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=dev_server, timeout=RUN_TIMEOUT)
+    by_context = client.assistants.create(
+        "topic_memory", context={"topic_memory": {"budget_tokens": 1200}}, name="budget 1200"
+    )
+    by_config = client.assistants.create(
+        "topic_memory",
+        config={"configurable": {"topic_memory": {"budget_tokens": 900, "language": "en"}}},
+        name="budget 900",
+    )
+    # Studio draws the assistant's settings form from the context schema.
+    schemas = client.assistants.get_schemas(by_context["assistant_id"])
+    assert "topic_memory" in schemas["context_schema"]["properties"]
+    message = {"messages": [{"role": "user", "content": "Let's plan a trip to Kyoto next April."}]}
+    for assistant_id, budget in [
+        (by_context["assistant_id"], 1200),
+        (by_config["assistant_id"], 900),
+        ("topic_memory", 2000),  # the default assistant keeps LANGGRAPH_TOPICS_BUDGET
+    ]:
+        thread = client.threads.create()
+        client.runs.wait(thread["thread_id"], assistant_id, input=message)
+        values = client.threads.get_state(thread["thread_id"])["values"]
+        assert values["context"]["budget"] == budget, assistant_id
+        assert values["estimate"]["budget"] == budget
+        assert [m["type"] for m in values["messages"]] == ["human", "ai"]
+    # A run's own context overrides its assistant's.
+    thread = client.threads.create()
+    client.runs.wait(
+        thread["thread_id"],
+        by_context["assistant_id"],
+        input=message,
+        context={"topic_memory": {"budget_tokens": 1500}},
+    )
+    assert client.threads.get_state(thread["thread_id"])["values"]["context"]["budget"] == 1500
+
+
+def test_invalid_assistant_setting_fails_the_run_naming_it(dev_server: str) -> None:
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=dev_server, timeout=RUN_TIMEOUT)
+    bad = client.assistants.create(
+        "topic_memory", context={"topic_memory": {"budget_tokens": 100}}, name="too small"
+    )
+    thread = client.threads.create()
+    chunks = list(
+        client.runs.stream(
+            thread["thread_id"],
+            bad["assistant_id"],
+            input={"messages": [{"role": "user", "content": "hello"}]},
+            stream_mode="updates",
+        )
+    )
+    errors = [chunk.data for chunk in chunks if chunk.event == "error"]
+    assert len(errors) == 1, chunks
+    text = str(errors[0].get("message"))
+    assert "topic_memory.budget_tokens=100" in text and "\n" not in text
+    assert not any(chunk.event == "updates" for chunk in chunks)  # no node ran
+    assert not client.threads.get_state(thread["thread_id"])["values"]  # nothing written

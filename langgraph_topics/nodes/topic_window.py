@@ -59,8 +59,19 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     settings = services.settings
     stores = services.stores(task["thread_id"], branch_ranges(task))
     store = stores.topic_store
-    info = topic_info(store, task["topic_id"], "active")
-    topic_messages = store.messages(task["topic_id"])
+    try:
+        info = topic_info(store, task["topic_id"], "active")
+        topic_messages = store.messages(task["topic_id"])
+    except KeyError:
+        # The registry names a topic these stores do not hold: another data directory than the
+        # checkpoint's (e.g. a graph run without its context), or files removed by hand.
+        log.warning("topic %s is not in the topic store; left out of this turn", task["topic_id"])
+        missing: TurnEvent = {
+            "kind": "degraded",
+            "topic_ids": [task["topic_id"]],
+            "detail": "unknown topic: not in this data directory's topic store",
+        }
+        return {"events": [missing]}
     window = services.roles.topic_window
     try:
         if isinstance(window, EvidenceTopicWindow):

@@ -1,8 +1,8 @@
 """Message-level evidence: how well every message of a thread answers the current question.
 
-One score per message makes evidence from different topics comparable, so the main window can
-be filled by value across topics instead of topic by topic (DESIGN: "Assembly is one budgeted
-selection of evidence"). The score of a message, for a query:
+One score per message makes evidence from different topics comparable, so the main window can be
+filled by value across topics instead of topic by topic (README: "The budget"). The score of a
+message, for a query:
 
 1. ``0.7 · z(cosine) + 0.3 · z(BM25)``: meaning and exact terms, each standardised over the
    whole thread so that neither scale dominates;

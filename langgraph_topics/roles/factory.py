@@ -42,7 +42,9 @@ def build_roles(
         policy: Retry and prompt policy (from the settings when omitted).
 
     Returns:
-        The roles. With no model anywhere, exactly the native roles.
+        The roles. With no model anywhere, exactly the native roles. A responder model that
+        cannot bind tools (``bind_tools`` raises ``NotImplementedError``) answers without the
+        ``activate_topic`` tool (one log line per model and process).
 
     Raises:
         InputError: A model string that cannot be turned into a model (an unknown provider,

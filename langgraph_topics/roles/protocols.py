@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, runtime_checkable
 
+from langchain_core.messages import ToolCall
+
 from langgraph_topics.state.records import AssembledContext, StoredMessage, TopicStatus
 
 if TYPE_CHECKING:
@@ -75,6 +77,10 @@ class ResponderReply(TypedDict):
     text: str
     activate_query: str | None
     """When set, the reply is discarded and topics matching this query are activated."""
+    tool_calls: NotRequired[list[ToolCall]]
+    """Calls of the application's own tools, recorded with the reply (``with_topic_memory``)."""
+    message_id: NotRequired[str]
+    """The id to record the reply under (a streamed reply keeps the id its chunks carried)."""
 
 
 class Splitter(Protocol):

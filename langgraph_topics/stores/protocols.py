@@ -81,7 +81,9 @@ class TopicStore(Protocol):
 
 @runtime_checkable
 class BranchedTopicStore(Protocol):
-    """A topic store whose reads follow a branch of the checkpoint history (DESIGN.md).
+    """A topic store whose reads follow a branch of the checkpoint history.
+
+    README: "Forks, crashes and `check`".
 
     Stores without it serve every branch the same records (a fork then sees what an abandoned
     branch split); the embedded JSONL store has it.

@@ -1,9 +1,9 @@
 """Which topic-store records a branch of the conversation sees.
 
-DESIGN.md: the topic store follows the checkpoint. Every record of a thread's topic store
-carries a sequence number, unique within the thread. The checkpoint keeps the ranges of
-sequence numbers its branch wrote; a read through the store sees those records and no others.
-A fork from an earlier checkpoint therefore sees the topics as they were there, and what an
+The topic store follows the checkpoint (README: "Forks, crashes and `check`"). Every record of a
+thread's topic store carries a sequence number, unique within the thread. The checkpoint keeps the
+ranges of sequence numbers its branch wrote; a read through the store sees those records and no
+others. A fork from an earlier checkpoint therefore sees the topics as they were there, and what an
 abandoned branch (or a write cut short by a crash) appended stays on disk, unseen.
 """
 

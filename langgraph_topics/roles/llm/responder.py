@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +17,8 @@ from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
 from langgraph_topics.roles.protocols import Responder, ResponderReply
 from langgraph_topics.state.records import AssembledContext, StoredMessage
 from langgraph_topics.tuning.role_stats import CallRecord
+
+log = logging.getLogger(__name__)
 
 
 @tool("activate_topic")
@@ -76,11 +80,14 @@ class LlmResponder:
     """Answers from the assembled main window with a chat model.
 
     ``activate_topic`` is bound as a real tool while activation is possible; a call to it becomes
-    ``ResponderReply.activate_query``. An empty reply is asked again, then answered natively; a
-    provider failure that outlasts its retries raises (the node apologises for the turn).
+    ``ResponderReply.activate_query``. A model that cannot bind tools (its ``bind_tools`` raises
+    ``NotImplementedError``) is never offered the tool: it just answers (one log line per model
+    and process), and weak topic results still search the index before it is called. An empty
+    reply is asked again, then answered natively; a provider failure that outlasts its retries
+    raises (the node apologises for the turn).
 
     Args:
-        model: The strong model (it must support tool calling).
+        model: The strong model (tool calling lets it ask for earlier topics).
         fallback: The native responder.
         policy: Retries, prompt directory, language preference.
     """
@@ -89,11 +96,24 @@ class LlmResponder:
         self.policy = policy
         self.fallback = fallback
         self.plain = ModelCaller("responder", model, policy)
-        self.with_tool = ModelCaller("responder", model.bind_tools([ACTIVATE_TOPIC_TOOL]), policy)
+        self.with_tool: ModelCaller | None = None
+        """The caller offering ``activate_topic`` (None: the model cannot call tools)."""
+        try:
+            bound = model.bind_tools([ACTIVATE_TOPIC_TOOL])
+        except NotImplementedError:
+            _note_no_tools(self.plain.who)
+        else:
+            self.with_tool = ModelCaller("responder", bound, policy)
+
+    @property
+    def offers_tool(self) -> bool:
+        """Whether the model is offered ``activate_topic`` (it can call tools)."""
+        return self.with_tool is not None
 
     def respond(self, context: AssembledContext, *, can_activate: bool) -> ResponderReply:
         """Answer, or ask for topic activation through the tool."""
-        caller = self.with_tool if can_activate else self.plain
+        can_activate = can_activate and self.with_tool is not None
+        caller = self.with_tool if can_activate and self.with_tool is not None else self.plain
         language = call_language(self.policy.language, context["messages"])
         question = _latest_user_text(context["messages"])
         record = CallRecord("responder")
@@ -114,6 +134,23 @@ class LlmResponder:
             lambda: self.fallback.respond(context, can_activate=can_activate),
             fallback_on_failure=False,
         )
+
+
+_NO_TOOLS_NOTED: set[str] = set()
+_NO_TOOLS_LOCK = threading.Lock()
+
+
+def _note_no_tools(who: str) -> None:
+    """Log, once per model and process, that the responder answers without ``activate_topic``."""
+    with _NO_TOOLS_LOCK:
+        if who in _NO_TOOLS_NOTED:
+            return
+        _NO_TOOLS_NOTED.add(who)
+    log.warning(
+        "%s cannot call tools (bind_tools is not implemented): answering without "
+        "activate_topic; weak topic results still search the index",
+        who,
+    )
 
 
 def _latest_user_text(messages: Sequence[StoredMessage]) -> str:

@@ -1,0 +1,406 @@
+"""Topic memory as middleware of a LangChain agent (``langchain.agents.create_agent``).
+
+Where the topic state lives
+===========================
+
+The thread's topic state (working set, topic registry, message counters, the topic-store
+ranges of the branch, the last assembled window and its topic results) lives in the
+:class:`~langgraph_topics.memory.TopicMemory`'s own checkpointer, under the agent's thread id
+(``config["configurable"]["thread_id"]``). The agent's checkpoint keeps only the agent's loop
+state: its ``messages`` and, during a model call, the window sent to the model.
+
+Why not extend the agent's state with the ``TopicState`` keys (as ``topic_context_node`` does
+for a graph of one's own)? Because then two records would describe one conversation, and the
+one the tools read would not be the one the agent writes: ``TopicMemory.check(thread)``,
+``transcript``, ``topics``, ``context``, the ``langgraph-topics`` command and the tuning log all
+read the memory's checkpointer, and the invariants are proved there (every message counted in
+``total_messages`` is either in the working set or in exactly one topic file, and the last
+window holds the last messages). Keeping the state in the memory makes ``check(thread)`` audit
+exactly what the agent's model was given, with the memory's own locks (one writer per thread,
+also across processes) and crash recovery (a memory turn cut short is finished by the next
+model call). The price: forking or time-travelling the *agent's* thread does not fork the
+memory, which follows its own newest checkpoint (fork the memory with
+``TopicMemory.run_turn(..., checkpoint_id=...)``).
+
+The agent's ``messages`` mirror the memory's working set: messages the memory moved into topic
+files are removed from them (``RemoveMessage``), so the agent's checkpoint stays bounded like
+the memory's, while every message stays recoverable (``TopicMemory.transcript``).
+
+One model call of the agent loop
+================================
+
+``before_model``
+    Records the messages of ``messages`` the memory does not hold yet (the user message, the
+    tool results of the previous call), runs one topic-memory turn in mode ``"assemble"``
+    (estimate; split when over 70 % of the budget; topic windows in parallel; weak-results
+    activation; assembly) and removes the split messages from the agent's ``messages``. The
+    window is kept for the model call in a private state key, ``topic_window``.
+``wrap_model_call``
+    Sends the window instead of the agent's messages: one system message (the agent's
+    ``system_prompt``, then topic memory's prompt with the topic results and quotes), then
+    the unsplit and recent messages. A tool call and its results are one piece of the window
+    (invariant 8), so the model never gets one without the other.
+``after_model``
+    Records the reply with its tool calls, then the bookkeeping of the turn: scores, grey
+    activation, dormancy, the tuning log line. The tool results are recorded by the next
+    ``before_model`` (the agent always calls the model after its tools), or by
+    ``after_agent`` when a ``return_direct`` tool ended the run.
+
+Each model call is therefore one turn of topic memory: the topic windows are consulted for
+every call, tool rounds included, and each call's scores enter the sliding averages.
+
+``activate_topic``
+==================
+
+The middleware registers the ``activate_topic`` tool (the one the graph's own responder is
+offered, same description) and offers it to the model when the model can bind tools and the
+thread has dormant topics. Calling it searches the topic index and the message index for the
+query and activates the best dormant topics, as the graph's ``activate`` node does; the tool's
+answer names them, and the next model call (the agent's loop calls the model again after its
+tools) reads them with the other active topics and quotes them in its window. The activation
+is written after the calling turn's bookkeeping, so a topic just woken up is not put back to
+sleep before it has been read; its events reach the custom stream of the agent (``activated``)
+and the memory's state, not that turn's tuning-log line (already written).
+
+Place the middleware first in ``create_agent(middleware=[...])``: its ``before_model`` then runs
+first, its ``wrap_model_call`` is the outermost (the other middleware see the window) and its
+``after_model`` runs last (it records the reply as the other middleware left it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Annotated, Any, NotRequired, cast
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+)
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.runtime import ExecutionInfo, Runtime
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from langgraph_topics.integrations.messages import context_messages
+from langgraph_topics.memory import TopicMemory
+from langgraph_topics.nodes.activate import activate
+from langgraph_topics.nodes.bookkeeping import bookkeeping
+from langgraph_topics.roles.llm.responder import ACTIVATE_TOPIC_TOOL
+from langgraph_topics.services import TopicContext, thread_id_of
+from langgraph_topics.state.messages import TIMESTAMP_KEY
+from langgraph_topics.state.records import ActivationRequest, AssembledContext
+from langgraph_topics.state.schema import TopicState
+
+ACTIVATE_TOPIC = "activate_topic"
+"""Name of the tool the middleware registers."""
+
+_LAST_NODE = "bookkeeping"
+"""The memory graph's last node: writes recorded as its output leave nothing to run."""
+
+
+class ModelCallWindow(TypedDict):
+    """What ``before_model`` assembled for the coming model call."""
+
+    context: AssembledContext
+    """The assembled main window (also the memory's ``state["context"]``)."""
+    turn: int
+    """The memory's turn that assembled it (one per model call)."""
+    can_activate: bool
+    """Whether the thread has dormant topics that ``activate_topic`` could wake."""
+
+
+class TopicAgentState(AgentState[Any]):
+    """The agent's state with the middleware's private key (not part of input or output)."""
+
+    topic_window: NotRequired[Annotated[ModelCallWindow | None, PrivateStateAttr]]
+    """The window of the model call under way; cleared once the reply is recorded."""
+
+
+class _ActivateTopicInput(BaseModel):
+    query: str = Field(description="What to look for in the earlier conversation, in a few words.")
+
+
+def supports_tools(model: BaseChatModel) -> bool:
+    """Whether ``model`` implements ``bind_tools`` (the base class only raises)."""
+    return getattr(type(model), "bind_tools", None) is not BaseChatModel.bind_tools
+
+
+class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
+    """Topic memory for ``create_agent``: the model sees the assembled window, not the history.
+
+    Example:
+        >>> memory = TopicMemory("./memory", budget_tokens=4000)  # doctest: +SKIP
+        >>> agent = create_agent(  # doctest: +SKIP
+        ...     "openai:gpt-4o", [search], middleware=[TopicMemoryMiddleware(memory)],
+        ...     checkpointer=InMemorySaver(),
+        ... )
+        >>> agent.invoke({"messages": [("user", "Where did we stay in Kyoto?")]},  # doctest: +SKIP
+        ...              {"configurable": {"thread_id": "alice"}})
+
+    Args:
+        memory: Where the conversation lives; its thread is the agent's thread id (see the
+            module docstring for why the topic state stays there). A run without a thread id
+            uses the memory's ``default`` thread, so even an agent without a checkpointer
+            remembers: send it only the new message.
+        activate_topic: Offer the ``activate_topic`` tool while the thread has dormant topics:
+            ``None`` (default) when the model can bind tools, ``True`` always, ``False`` never
+            (the tool is then not registered either).
+    """
+
+    state_schema = TopicAgentState
+
+    def __init__(self, memory: TopicMemory, *, activate_topic: bool | None = None) -> None:
+        super().__init__()
+        self.memory = memory
+        self.offer_activation = activate_topic
+        self.tools: Sequence[BaseTool] = (
+            [] if activate_topic is False else [self._activate_topic_tool()]
+        )
+
+    # -- the hooks ---------------------------------------------------------------------------
+
+    def before_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+        """Record the new messages, assemble the window, drop split messages from the agent."""
+        thread_id = thread_id_of(runtime)
+        messages = state["messages"]
+        with self._writing(thread_id):
+            fresh = self._unrecorded(thread_id, self.memory.state(thread_id), messages)
+            result = self.memory.run_turn(thread_id, {"messages": fresh, "mode": "assemble"})
+        kept = {m.id for m in result["messages"]}
+        removals = [RemoveMessage(id=m.id) for m in messages if m.id and m.id not in kept]
+        topics = result.get("topics") or {}
+        window: ModelCallWindow = {
+            "context": result["context"],
+            "turn": result.get("turn", 0),
+            "can_activate": any(t["status"] == "dormant" for t in topics.values()),
+        }
+        update: dict[str, Any] = {"topic_window": window}
+        if removals:
+            update["messages"] = removals
+        return update
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Call the model with the assembled window in place of the agent's messages."""
+        return handler(self.windowed(request))
+
+    def after_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+        """Record the reply (with its tool calls) and run the turn's bookkeeping."""
+        window = state.get("topic_window")
+        self._record(thread_id_of(runtime), state, turn=window["turn"] if window else None)
+        return {"topic_window": None}
+
+    def after_agent(self, state: TopicAgentState, runtime: Runtime[Any]) -> None:
+        """Record what came after the last model call (results of ``return_direct`` tools)."""
+        self._record(thread_id_of(runtime), state, turn=None)
+
+    async def abefore_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+        """``before_model`` in a worker thread (the memory's stores and checkpointer block)."""
+        return await asyncio.to_thread(self.before_model, state, runtime)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Call the model with the assembled window in place of the agent's messages."""
+        return await handler(self.windowed(request))
+
+    async def aafter_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
+        """``after_model`` in a worker thread."""
+        return await asyncio.to_thread(self.after_model, state, runtime)
+
+    async def aafter_agent(self, state: TopicAgentState, runtime: Runtime[Any]) -> None:
+        """``after_agent`` in a worker thread."""
+        await asyncio.to_thread(self.after_agent, state, runtime)
+
+    # -- the model request -------------------------------------------------------------------
+
+    def windowed(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The request with the window's messages and ``activate_topic`` only when it helps.
+
+        Without a window (``before_model`` did not run, e.g. another middleware jumped straight
+        to the model) the messages are left as they are.
+        """
+        window = cast(ModelCallWindow | None, request.state.get("topic_window"))
+        offer = (
+            window is not None
+            and window["can_activate"]
+            and self.offer_activation is not False
+            and (self.offer_activation or supports_tools(request.model))
+        )
+        tools = [t for t in request.tools if offer or _tool_name(t) != ACTIVATE_TOPIC]
+        if window is None:
+            return request.override(tools=tools)
+        sent = context_messages(window["context"], request.system_prompt)
+        return request.override(
+            system_message=cast(SystemMessage, sent[0]), messages=sent[1:], tools=tools
+        )
+
+    # -- recording ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's writer and file locks; keep the memory's model calls unstreamed.
+
+        The memory's own model calls (topic windows, splitter, brief writer, router) run inside
+        the agent's step and would otherwise reach the agent's ``messages`` stream (with
+        ``subgraphs=True``) as if the agent had said them.
+        """
+        current = var_child_runnable_config.get()
+        token = None
+        if current is not None:
+            tags = [*(current.get("tags") or []), TAG_NOSTREAM]
+            token = var_child_runnable_config.set({**current, "tags": tags})
+        try:
+            with self.memory.writing(thread_id), self._files(thread_id):
+                yield
+        finally:
+            if token is not None:
+                var_child_runnable_config.reset(token)
+
+    @contextmanager
+    def _files(self, thread_id: str) -> Iterator[None]:
+        """The memory's file lock of the thread (reads of its stores must hold it)."""
+        with self.memory.reading(thread_id):
+            yield
+
+    def _unrecorded(
+        self, thread_id: str, values: dict[str, Any], messages: Sequence[AnyMessage]
+    ) -> list[AnyMessage]:
+        """The agent's messages that the memory (its state ``values``) does not hold, in order.
+
+        Held means in the working set or in a topic file of the branch; the file lock is held.
+        """
+        working = {m.id for m in values.get("messages", [])}
+        store = self.memory.services.branch_stores(thread_id, values).topic_store
+        return [m for m in messages if m.id not in working and store.locate(m.id or "") is None]
+
+    def _record(self, thread_id: str, state: TopicAgentState, *, turn: int | None) -> None:
+        """Add the agent's unrecorded messages to the memory, closing memory turn ``turn``.
+
+        The bookkeeping runs with the reply, once: only while ``turn`` is still the memory's
+        newest turn (no other writer ran one since) and the reply is not recorded yet (a
+        repeated ``after_model``, e.g. after a crash, changes nothing). The write is a state
+        update of the memory's graph as its last node, so the memory's checkpoint shows a
+        finished turn: nothing left to run, nothing for ``resume``.
+        """
+        with self._writing(thread_id):
+            values = self.memory.state(thread_id)
+            fresh = self._unrecorded(thread_id, values, state["messages"])
+            if not fresh:
+                return
+            close_turn = turn is not None and turn == values.get("turn")
+            services = self.memory.services
+            now = services.clock().isoformat()
+            stamped = [
+                m
+                if TIMESTAMP_KEY in m.additional_kwargs
+                else m.model_copy(
+                    update={"additional_kwargs": {**m.additional_kwargs, TIMESTAMP_KEY: now}}
+                )
+                for m in fresh
+            ]
+            update: dict[str, Any] = {}
+            if close_turn and values.get("context"):
+                update = bookkeeping(cast(TopicState, values), self._runtime(thread_id))
+            if stamped:
+                update["messages"] = stamped
+                update["total_messages"] = values.get("total_messages", 0) + len(stamped)
+                update["last_seen_id"] = stamped[-1].id
+            if update:
+                self._commit(thread_id, update)
+
+    def _commit(self, thread_id: str, update: dict[str, Any]) -> None:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        self.memory.graph.update_state(config, update, as_node=_LAST_NODE)
+
+    def _runtime(self, thread_id: str) -> Runtime[TopicContext]:
+        """A runtime for the memory's node functions, naming the memory's thread."""
+        info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id=thread_id)
+        return Runtime(context=TopicContext(services=self.memory.services), execution_info=info)
+
+    # -- activate_topic ----------------------------------------------------------------------
+
+    def _activate_topic_tool(self) -> BaseTool:
+        def run(query: str) -> str:
+            return self.activate(thread_id_of(), query)
+
+        async def arun(query: str) -> str:
+            return await asyncio.to_thread(run, query)
+
+        return StructuredTool.from_function(
+            func=run,
+            coroutine=arun,
+            name=ACTIVATE_TOPIC,
+            description=ACTIVATE_TOPIC_TOOL.description,
+            args_schema=_ActivateTopicInput,
+            infer_schema=False,
+        )
+
+    def activate(self, thread_id: str, query: str) -> str:
+        """Wake the dormant topics of ``thread_id`` that match ``query``; says which.
+
+        The index search and the choice are the graph's ``activate`` node's; the woken topics
+        are read by the next turn (the agent's next model call).
+        """
+        with self._writing(thread_id):
+            values = self.memory.state(thread_id)
+            topics = values.get("topics") or {}
+            if not any(t["status"] == "dormant" for t in topics.values()):
+                return "Nothing was set aside: every earlier topic is already in your context."
+            request: ActivationRequest = {
+                "query": query.strip() or "earlier conversation",
+                "reason": "tool_call",
+                "deep": False,
+            }
+            update = activate(
+                cast(TopicState, {**values, "activation": request}), self._runtime(thread_id)
+            )
+            woken = [
+                record["name"]
+                for topic_id, record in update["topics"].items()
+                if record["status"] == "active" and topics[topic_id]["status"] == "dormant"
+            ]
+            self._commit(
+                thread_id,
+                {
+                    key: update[key]
+                    for key in ("topics", "events", "activation", "activation_rounds", "searched")
+                },
+            )
+        if not woken:
+            return f"No earlier topic matches {request['query']!r}."
+        return (
+            f"Recalled {', '.join(woken)}: the earlier messages on "
+            f"{'it' if len(woken) == 1 else 'them'} are in your context from the next call."
+        )
+
+
+def _tool_name(tool: BaseTool | dict[str, Any]) -> str | None:
+    if isinstance(tool, BaseTool):
+        return tool.name
+    name = tool.get("name")
+    return name if isinstance(name, str) else None
+
+
+__all__ = [
+    "ACTIVATE_TOPIC",
+    "ModelCallWindow",
+    "TopicAgentState",
+    "TopicMemoryMiddleware",
+    "supports_tools",
+]

@@ -1,0 +1,51 @@
+"""One checkpoint per turn, and only the newest are kept: disk grows with messages, not turns."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from conversations import subject_records
+
+from langgraph_topics import Settings, TopicMemory
+from langgraph_topics.bench.fakes import HashEmbedder
+from langgraph_topics.roles.native import native_roles
+
+
+def _checkpoints(data_dir: Path, thread: str) -> int:
+    with sqlite3.connect(data_dir / "checkpoints.sqlite") as connection:
+        row = connection.execute(
+            "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread,)
+        ).fetchone()
+    return int(row[0])
+
+
+def test_each_turn_writes_one_checkpoint_and_old_ones_are_pruned(tmp_path: Path) -> None:
+    embedder = HashEmbedder()
+    settings = Settings(data_dir=tmp_path, budget_tokens=600)
+    with TopicMemory(
+        settings=settings,
+        roles=native_roles(embedder, settings),
+        embedder=embedder,
+        keep_checkpoints=0,
+    ) as memory:
+        memory.chat("t", "hello")
+        assert _checkpoints(tmp_path, "t") == 1  # durability "exit": the turn's end only
+        memory.chat("t", "and again")
+        assert _checkpoints(tmp_path, "t") == 2
+    with TopicMemory(
+        settings=settings,
+        roles=native_roles(embedder, settings),
+        embedder=embedder,
+        keep_checkpoints=3,
+    ) as memory:
+        records = subject_records(["stocks", "kyoto", "sourdough"])
+        memory.import_messages("t", records)
+        for n in range(4):
+            memory.chat("t", f"question {n} about the sourdough starter")
+        assert _checkpoints(tmp_path, "t") == 3
+        report = memory.check("t")
+        assert report.ok, report.findings
+        ids = [m["id"] for m in memory.transcript("t")]
+        assert len(ids) == len(set(ids)) == 4 + len(records) + 8  # both memories, q and a
+        assert _checkpoints(tmp_path, "other") == 0

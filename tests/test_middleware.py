@@ -1,0 +1,359 @@
+"""Topic memory as ``create_agent`` middleware: windows, tool exchanges, bounded state, async."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import ExecutionInfo, Runtime
+
+from langgraph_topics import Settings, TopicMemory
+from langgraph_topics.bench.fakes import HashEmbedder
+from langgraph_topics.middleware import ACTIVATE_TOPIC, TopicMemoryMiddleware
+from langgraph_topics.middleware.fakes import ToolCallingFakeModel
+from langgraph_topics.roles.factory import build_roles
+from langgraph_topics.roles.native import native_roles
+
+SUBJECTS = {
+    "sourdough": [
+        "starter", "flour", "hydration", "loaf", "crumb",
+        "proofing", "oven", "dough", "levain", "banneton",
+    ],
+    "kyoto": [
+        "temple", "ryokan", "shrine", "train", "gion",
+        "april", "osaka", "nara", "kimono", "matcha",
+    ],
+    "running": [
+        "marathon", "pace", "shoes", "intervals", "tempo",
+        "knee", "stretching", "mileage", "hills", "cadence",
+    ],
+    "garden": [
+        "tomato", "compost", "seedlings", "mulch", "watering",
+        "aphids", "soil", "basil", "trellis", "pruning",
+    ],
+    "guitar": [
+        "chord", "fret", "strumming", "capo", "tuning",
+        "scale", "pick", "strings", "barre", "arpeggio",
+    ],
+    "taxes": [
+        "deduction", "receipt", "invoice", "refund", "filing",
+        "income", "pension", "audit", "bracket", "allowance",
+    ],
+}  # fmt: skip
+ORDER = list(SUBJECTS)
+TRIGGERS = {"look up": "lookup", "convert": "convert", "recall it": ACTIVATE_TOPIC}
+
+
+def question(turn: int, per_subject: int = 10) -> str:
+    """The user's message of ``turn``: ten turns per subject; tools every third turn."""
+    subject = ORDER[(turn // per_subject) % len(ORDER)]
+    words, k = SUBJECTS[subject], turn % 10
+    text = (
+        f"{subject} {words[k]} {words[(k + 3) % 10]} {words[(k + 5) % 10]} {words[(k + 7) % 10]}?"
+    )
+    if turn % 3 == 0:
+        text += " Please look up the details."
+    if turn % 9 == 0:
+        text += " And convert the figures."
+    return text
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look the question up in the reference notes."""
+    return f"Reference notes on {query[:60]}"
+
+
+@tool
+def convert(text: str) -> str:
+    """Convert the figures of the text to metric units."""
+    return f"Converted figures of {text[:40]}"
+
+
+@tool(return_direct=True)
+def finish(text: str) -> str:
+    """Answer the user directly with a canned text."""
+    return "Done, as requested."
+
+
+def open_memory(path: Path, budget: int = 2000, **overrides: Any) -> TopicMemory:
+    settings = Settings(data_dir=path, budget_tokens=budget, **overrides)
+    embedder = HashEmbedder()
+    return TopicMemory(settings=settings, roles=native_roles(embedder, settings), embedder=embedder)
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[TopicMemory]:
+    with open_memory(tmp_path / "memory") as opened:
+        yield opened
+
+
+def thread(name: str) -> Any:
+    return {"configurable": {"thread_id": name}}
+
+
+def assert_tool_pairs(messages: Sequence[BaseMessage]) -> None:
+    """Invariant 8 in what a model got: every call with its results, every result after its call."""
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for position, message in enumerate(messages):
+        if isinstance(message, AIMessage):
+            calls.update({call["id"] or "": position for call in message.tool_calls})
+        elif isinstance(message, ToolMessage):
+            assert calls.get(message.tool_call_id, len(messages)) < position, message.tool_call_id
+            answered.add(message.tool_call_id)
+    assert set(calls) == answered, set(calls) ^ answered
+
+
+def test_sixty_turns_with_tool_calls_at_a_2000_token_budget(memory: TopicMemory) -> None:
+    model = ToolCallingFakeModel(triggers=TRIGGERS)
+    middleware = TopicMemoryMiddleware(memory)
+    agent = create_agent(
+        model,
+        [lookup, convert],
+        system_prompt="You are a helpful assistant.",
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread("alice")
+    sizes: list[int] = []
+    statuses: set[str] = set()
+    score_histories: list[dict[str, list[float]]] = []
+    calls_before = 0
+    for turn in range(60):
+        result = agent.invoke({"messages": [HumanMessage(question(turn))]}, config)
+        assert isinstance(result["messages"][-1], AIMessage)
+        assert not result["messages"][-1].tool_calls
+        values = memory.state("alice")
+        # The agent's checkpointed messages mirror the memory's working set: split ones left.
+        agent_messages = agent.get_state(config).values["messages"]
+        assert [m.id for m in agent_messages] == [m.id for m in values["messages"]]
+        sizes.append(len(agent_messages))
+        # Each model call got one system message (the agent's prompt, then the topic context)
+        # and the window's messages, with every tool call next to its results.
+        for sent in model.calls[calls_before:]:
+            assert isinstance(sent[0], SystemMessage)
+            assert str(sent[0].content).startswith("You are a helpful assistant.")
+            assert not any(isinstance(m, SystemMessage) for m in sent[1:])
+            assert_tool_pairs(sent[1:])
+        calls_before = len(model.calls)
+        window = values["context"]
+        assert window["tokens"] <= 2000
+        statuses |= {f"{t}:{r['status']}" for t, r in values["topics"].items()}
+        score_histories.append({t: r["scores"] for t, r in values["topics"].items()})
+    # The last call saw exactly the last assembled window.
+    last_sent = model.calls[-1]
+    assert [m.id for m in last_sent[1:]] == [m["id"] for m in window["messages"]]
+    assert window["system_prompt"] in str(last_sent[0].content)
+
+    # The memory split; the agent's messages stayed bounded while the thread grew.
+    report = memory.check("alice")
+    assert report.ok, report.findings
+    assert report.counts["total"] == values["total_messages"] >= 160
+    assert report.counts["split"] > 100
+    first_split = next(turn for turn, history in enumerate(score_histories) if history)
+    assert max(sizes[first_split + 5 :]) <= 40 < report.counts["total"] // 4
+    topics = memory.topics("alice")
+    assert len(topics) >= 4
+
+    # Every tool call is recorded, with its result, in the same place (one topic or unsplit).
+    transcript = memory.transcript("alice")
+    assert len(transcript) == report.counts["total"]
+    assert len({m["id"] for m in transcript}) == len(transcript)
+    calls = {
+        call["id"]: call["name"]
+        for m in transcript
+        for call in m.get("tool_calls", [])  # type: ignore[union-attr]
+    }
+    results = {m["tool_call_id"]: m for m in transcript if m["role"] == "tool"}
+    expected_calls = sum(1 for t in range(60) if t % 3 == 0) + sum(
+        1 for t in range(60) if t % 9 == 0
+    )
+    assert len(calls) == expected_calls and set(results) == set(calls)
+    store = memory.services.stores("alice").topic_store
+    call_places = {
+        call["id"]: store.locate(m["id"])
+        for m in transcript
+        for call in m.get("tool_calls", [])  # type: ignore[union-attr]
+    }
+    for call_id, result in results.items():
+        assert store.locate(result["id"]) == call_places[call_id]
+        prefix = "Reference notes" if calls[call_id] == "lookup" else "Converted figures"
+        assert result["content"].startswith(prefix)
+
+    # Scores were recorded turn after turn (sliding windows), and topics fell dormant.
+    assert any(len(scores) == 5 for scores in score_histories[-1].values())
+    assert score_histories[-1] != score_histories[-2]
+    assert any(status.endswith(":dormant") for status in statuses)
+
+
+def test_activate_topic_wakes_a_dormant_topic_for_the_next_call(tmp_path: Path) -> None:
+    with open_memory(tmp_path / "m") as memory:
+        model = ToolCallingFakeModel(triggers=TRIGGERS)
+        agent = create_agent(
+            model,
+            [lookup, convert],
+            middleware=[TopicMemoryMiddleware(memory)],
+            checkpointer=InMemorySaver(),
+        )
+        config = thread("bob")
+        turn = 0
+        while not any(t["status"] == "dormant" for t in memory.topics("bob")):
+            agent.invoke({"messages": [HumanMessage(question(turn))]}, config)
+            turn += 1
+            assert turn < 60, "no topic fell dormant"
+        # Activation is offered only while something is dormant (and the model binds tools).
+        assert all(ACTIVATE_TOPIC not in bound for bound in model.bound_tools)
+        dormant = next(t for t in memory.topics("bob") if t["status"] == "dormant")
+        asked = memory.services.stores("bob").topic_store.messages(dormant["id"])[0]["content"]
+        calls_before = len(model.calls)
+        events = [
+            chunk
+            for chunk in agent.stream(
+                {"messages": [HumanMessage(f"{asked} Please recall it.")]},
+                config,
+                stream_mode="custom",
+            )
+        ]
+        assert ACTIVATE_TOPIC in model.bound_tools[calls_before]
+        result = agent.get_state(config).values
+        call, answer, final = result["messages"][-3:]
+        assert isinstance(call, AIMessage) and call.tool_calls[0]["name"] == ACTIVATE_TOPIC
+        assert isinstance(answer, ToolMessage) and answer.content.startswith("Recalled ")
+        assert isinstance(final, AIMessage) and not final.tool_calls
+        assert {"event": "activated", "reason": "tool_call", "topics": [dormant["id"]]} in events
+        # The call after the tool read the woken topic and quoted it in the window.
+        values = memory.state("bob")
+        assert dormant["id"] in values["topic_results"]
+        assert dormant["id"] in values["context"]["topic_ids"]
+        assert len(model.calls) == calls_before + 2
+        assert dormant["name"].split(" / ")[1] in str(model.calls[-1][0].content)
+        assert_tool_pairs(model.calls[-1][1:])
+        report = memory.check("bob")
+        assert report.ok, report.findings
+
+
+class AsyncCountingMiddleware(TopicMemoryMiddleware):
+    """Counts the async hooks' calls."""
+
+    async_calls = 0
+
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+        self.async_calls += 1
+        return await super().abefore_model(state, runtime)
+
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+        self.async_calls += 1
+        return await super().aafter_model(state, runtime)
+
+
+def test_async_run_records_tool_exchanges(memory: TopicMemory) -> None:
+    model = ToolCallingFakeModel(triggers=TRIGGERS)
+    middleware = AsyncCountingMiddleware(memory)
+    agent = create_agent(
+        model, [lookup, convert], middleware=[middleware], checkpointer=InMemorySaver()
+    )
+
+    async def run() -> list[dict[str, Any]]:
+        return [
+            await agent.ainvoke({"messages": [HumanMessage(question(turn))]}, thread("carol"))
+            for turn in range(10)
+        ]
+
+    results = asyncio.run(run())
+    assert all(not r["messages"][-1].tool_calls for r in results)
+    transcript = memory.transcript("carol")
+    assert len(transcript) == memory.state("carol")["total_messages"] == 10 * 2 + 4 + 6
+    assert sum(1 for m in transcript if m["role"] == "tool") == 6
+    for sent in model.calls:
+        assert_tool_pairs(sent[1:])
+    assert middleware.async_calls == 2 * len(model.calls) == 2 * 14
+    assert memory.check("carol").ok
+
+
+def test_a_repeated_after_model_does_not_count_the_turn_twice(tmp_path: Path) -> None:
+    with open_memory(tmp_path / "m", budget=400, keep_recent=4) as memory:
+        middleware = TopicMemoryMiddleware(memory)
+        agent = create_agent(
+            ToolCallingFakeModel(), middleware=[middleware], checkpointer=InMemorySaver()
+        )
+        for turn in range(12):
+            agent.invoke({"messages": [HumanMessage(question(turn))]}, thread("fay"))
+        before = memory.state("fay")
+        assert before["topics"]
+        # after_model again, as after a crash between the memory's write and the agent's
+        # checkpoint: the reply is recorded already, so nothing is counted twice.
+        window = {"context": before["context"], "turn": before["turn"], "can_activate": False}
+        state = {**agent.get_state(thread("fay")).values, "topic_window": window}
+        info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id="fay")
+        middleware.after_model(state, Runtime(execution_info=info))  # type: ignore[arg-type]
+        after = memory.state("fay")
+        assert after["topics"] == before["topics"] and after["total_messages"] == 24
+        assert memory.check("fay").ok
+
+
+def test_the_memorys_own_model_calls_stay_out_of_the_agents_stream(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "m", budget_tokens=400, keep_recent=4, model_retries=0)
+    embedder = HashEmbedder()
+    # A topic-window model whose (malformed) replies must never be streamed as the agent's.
+    cheap = GenericFakeChatModel(messages=itertools.repeat(AIMessage("INTERNAL TOPIC WINDOW")))
+    roles = build_roles(settings, per_role={"topic_window": cheap}, embedder=embedder)
+    with TopicMemory(settings=settings, roles=roles, embedder=embedder) as memory:
+        model = ToolCallingFakeModel(triggers=TRIGGERS)
+        agent = create_agent(
+            model,
+            [lookup, convert],
+            middleware=[TopicMemoryMiddleware(memory)],
+            checkpointer=InMemorySaver(),
+        )
+        streamed: list[str] = []
+        for turn in range(8):
+            for _, (message, _) in agent.stream(
+                {"messages": [HumanMessage(question(turn))]},
+                thread("gus"),
+                stream_mode="messages",
+                subgraphs=True,
+            ):
+                streamed.append(str(message.content))
+        assert memory.topics("gus") and any("Re: " in text for text in streamed)
+        assert not any("INTERNAL" in text for text in streamed)
+
+
+def test_model_without_tool_support_is_not_offered_activate_topic(memory: TopicMemory) -> None:
+    # GenericFakeChatModel has no bind_tools: binding activate_topic would raise.
+    model = GenericFakeChatModel(messages=iter(AIMessage(f"answer {i}") for i in range(30)))
+    agent = create_agent(model, middleware=[TopicMemoryMiddleware(memory)])
+    for turn in range(30):
+        result = agent.invoke({"messages": [HumanMessage(question(turn))]}, thread("dave"))
+        assert result["messages"][-1].content == f"answer {turn}"
+    assert memory.state("dave")["total_messages"] == 60
+    assert memory.check("dave").ok
+    assert TopicMemoryMiddleware(memory, activate_topic=False).tools == []
+
+
+def test_return_direct_tool_result_is_recorded_at_the_end_of_the_run(memory: TopicMemory) -> None:
+    model = ToolCallingFakeModel(triggers={"finish": "finish"})
+    agent = create_agent(
+        model, [finish], middleware=[TopicMemoryMiddleware(memory)], checkpointer=InMemorySaver()
+    )
+    result = agent.invoke({"messages": [HumanMessage("Please finish now.")]}, thread("erin"))
+    assert isinstance(result["messages"][-1], ToolMessage)
+    transcript = memory.transcript("erin")
+    assert [m["role"] for m in transcript] == ["user", "assistant", "tool"]
+    assert transcript[-1]["content"] == "Done, as requested."
+    assert memory.check("erin").ok
