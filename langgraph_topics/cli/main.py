@@ -369,16 +369,23 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _model_input(window: Any) -> list[dict[str, Any]]:
-    """The messages the main model would receive for an assembled window, as plain records."""
-    from langgraph_topics.integrations.messages import context_messages
+    """The messages the main model would receive for an assembled window, as plain records.
+
+    The graph's own responder (what ``chat`` uses with a model) builds them with
+    ``chat_messages``; the integrations' ``context_messages`` differs only in passing tool
+    exchanges as tool messages.
+    """
+    from langgraph_topics.roles.llm.responder import chat_messages
     from langgraph_topics.state.messages import text_of
 
     roles = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
+    # The system prompt, then one model message per window message, in order.
+    ids = [None, *(m["id"] for m in window["messages"])]
     shown: list[dict[str, Any]] = []
-    for message in context_messages(window):
+    for message, message_id in zip(chat_messages(window), ids, strict=True):
         record: dict[str, Any] = {"role": roles.get(message.type, message.type)}
-        if message.id:
-            record["id"] = message.id
+        if message_id:
+            record["id"] = message_id
         if message.name:
             record["name"] = message.name
         record["content"] = text_of(message)
