@@ -33,11 +33,13 @@ def _new_messages(messages: list[AnyMessage], last_seen_id: str | None) -> list[
 def _reconcile(
     state: TopicState, services: TopicServices, thread_id: str
 ) -> tuple[list[RemoveMessage], dict[str, TopicRecord], list[TurnEvent]]:
-    """Repair what a crash between a store write and its checkpoint left behind.
+    """Repair what a crash between a store write and its checkpoint left behind (old threads).
 
-    A split appends to the topic store before the checkpoint drops the moved messages; if the
-    process died in between, those ids are in both places. The store is the durable side, so
-    the working-set copies go. Topics created but never registered are registered.
+    A thread whose checkpoints record their topic-store ranges never needs it: records no
+    checkpoint recorded stay unseen and the messages are split again. A thread from before the
+    ranges reads every record, so a split the crash cut short shows its ids in both places;
+    the store is the durable side, so the working-set copies go, and topics created but never
+    registered are registered.
     """
     store = services.branch_stores(thread_id, state).topic_store
     keep_recent = services.settings.keep_recent
