@@ -246,12 +246,15 @@ class TopicMemory:
             return self._finish_interrupted(thread_id)
 
     def interrupted(self, thread_id: str) -> bool:
-        """Whether the newest checkpoint holds a turn that has not run to its end."""
-        config = self._config(check_thread_id(thread_id))
-        saved = self.checkpointer.get_tuple(config)
-        if saved is None:
-            return False
-        return bool(saved.pending_writes) or bool(self.graph.get_state(config).next)
+        """Whether the newest checkpoint holds writes of a turn that did not run to its end.
+
+        Those are what the next input would drop: a saved input (its message) or the steps of
+        a turn that failed. A checkpoint taken between two steps (per-step durability) holds
+        its messages in its values already, so nothing of it can be lost; it is not looked
+        for, which keeps this to one checkpoint read on every turn.
+        """
+        saved = self.checkpointer.get_tuple(self._config(check_thread_id(thread_id)))
+        return saved is not None and bool(saved.pending_writes)
 
     def _finish_interrupted(self, thread_id: str) -> dict[str, Any] | None:
         if not self.interrupted(thread_id):

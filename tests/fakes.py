@@ -87,3 +87,19 @@ class ActivatingResponder:
 def with_roles(base: Roles, **replacements: object) -> Roles:
     """A copy of ``base`` with some roles replaced."""
     return Roles(**{**base.__dict__, **replacements})  # type: ignore[arg-type]
+
+
+def context_of(messages: list[StoredMessage]) -> AssembledContext:
+    """A minimal assembled window holding ``messages`` (for responder tests)."""
+    return {
+        "messages": messages,
+        "referenced_messages": [],
+        "message_ids": [m["id"] for m in messages],
+        "recent_ids": [m["id"] for m in messages],
+        "system_prompt": "You are helpful.",
+        "tokens": 10,
+        "budget": 100,
+        "sections": {"system": 5, "topics": 0, "unsplit": 0, "recent": 5},
+        "topic_ids": [],
+        "trimmed": [],
+    }

@@ -20,25 +20,24 @@ def _checkpoints(data_dir: Path, thread: str) -> int:
     return int(row[0])
 
 
-def test_each_turn_writes_one_checkpoint_and_old_ones_are_pruned(tmp_path: Path) -> None:
+def _memory(data_dir: Path, keep_checkpoints: int) -> TopicMemory:
     embedder = HashEmbedder()
-    settings = Settings(data_dir=tmp_path, budget_tokens=600)
-    with TopicMemory(
+    settings = Settings(data_dir=data_dir, budget_tokens=600)
+    return TopicMemory(
         settings=settings,
         roles=native_roles(embedder, settings),
         embedder=embedder,
-        keep_checkpoints=0,
-    ) as memory:
+        keep_checkpoints=keep_checkpoints,
+    )
+
+
+def test_each_turn_writes_one_checkpoint_and_old_ones_are_pruned(tmp_path: Path) -> None:
+    with _memory(tmp_path, keep_checkpoints=0) as memory:
         memory.chat("t", "hello")
         assert _checkpoints(tmp_path, "t") == 1  # durability "exit": the turn's end only
         memory.chat("t", "and again")
         assert _checkpoints(tmp_path, "t") == 2
-    with TopicMemory(
-        settings=settings,
-        roles=native_roles(embedder, settings),
-        embedder=embedder,
-        keep_checkpoints=3,
-    ) as memory:
+    with _memory(tmp_path, keep_checkpoints=3) as memory:
         records = subject_records(["stocks", "kyoto", "sourdough"])
         memory.import_messages("t", records)
         for n in range(4):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from fakes import context_of
 from langchain_openai import ChatOpenAI
 from llm_wire import FakeOpenAI, Reply, Request, section, topic_result
 
@@ -384,21 +385,6 @@ def test_brief_writer_parses_and_clips(wire: FakeOpenAI) -> None:
 class StubBriefWriter:
     def write(self, topic: TopicInfo, messages: object) -> tuple[str, str]:
         return "native", "native"
-
-
-def context_of(messages: list[StoredMessage]) -> AssembledContext:
-    return {
-        "messages": messages,
-        "referenced_messages": [],
-        "message_ids": [m["id"] for m in messages],
-        "recent_ids": [m["id"] for m in messages],
-        "system_prompt": "You are helpful.",
-        "tokens": 10,
-        "budget": 100,
-        "sections": {"system": 5, "topics": 0, "unsplit": 0, "recent": 5},
-        "topic_ids": [],
-        "trimmed": [],
-    }
 
 
 def test_responder_tool_call_becomes_an_activation_request(wire: FakeOpenAI) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import pytest
+from fakes import context_of
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -417,21 +418,6 @@ UNITS: list[list[StoredMessage]] = [
 UNIT_IDS = [m["id"] for unit in UNITS for m in unit]
 
 
-def _context_of(messages: list[StoredMessage]) -> AssembledContext:
-    return {
-        "messages": messages,
-        "referenced_messages": [],
-        "message_ids": [m["id"] for m in messages],
-        "recent_ids": [m["id"] for m in messages],
-        "system_prompt": "You are helpful.",
-        "tokens": 10,
-        "budget": 100,
-        "sections": {"system": 5, "topics": 0, "unsplit": 0, "recent": 5},
-        "topic_ids": [],
-        "trimmed": [],
-    }
-
-
 def _model(replies: Sequence[AIMessage]) -> tuple[ScriptedChatModel, Replies]:
     source = Replies(replies)
     return ScriptedChatModel(source=source), source
@@ -524,7 +510,7 @@ def test_the_responder_answers_or_asks_for_activation_only_when_it_may(
 ) -> None:
     model, source = _model(replies)
     responder = LlmResponder(model, NATIVE.responder, POLICY)
-    reply = responder.respond(_context_of([*SPLIT, *UNSPLIT]), can_activate=can_activate)
+    reply = responder.respond(context_of([*SPLIT, *UNSPLIT]), can_activate=can_activate)
     assert 1 <= source.asked <= 2
     if reply["activate_query"] is None:
         assert reply["text"].strip()

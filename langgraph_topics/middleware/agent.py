@@ -395,12 +395,3 @@ def _tool_name(tool: BaseTool | dict[str, Any]) -> str | None:
         return tool.name
     name = tool.get("name")
     return name if isinstance(name, str) else None
-
-
-__all__ = [
-    "ACTIVATE_TOPIC",
-    "ModelCallWindow",
-    "TopicAgentState",
-    "TopicMemoryMiddleware",
-    "supports_tools",
-]
