@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -42,11 +42,21 @@ from langgraph_topics.state.records import (
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.checkpoint_retention import prune_checkpoints
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
+from langgraph_topics.stores.pending_writes import has_pending_writes
 from langgraph_topics.stores.protocols import Embedder
 from langgraph_topics.stores.topic_audit import audit_topic_files
+from langgraph_topics.summaries import SummaryCard, fact_message_ids
 from langgraph_topics.thread_ids import check_thread_id
 from langgraph_topics.thread_locks import ThreadLocks
 from langgraph_topics.tokens import TokenCounter
+from langgraph_topics.workflow import (
+    StoredWorkflow,
+    WorkflowDag,
+    WorkflowSource,
+    WorkflowUnavailable,
+    parse_dag,
+    workflow_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +90,8 @@ class TopicSummary(TypedDict):
     scores: list[float]
     created_at: str
     last_active_at: str
+    brief_card: NotRequired[SummaryCard]
+    """The brief as a card whose facts cite message ids (``expand`` brings them back)."""
 
 
 def _new_id() -> str:
@@ -253,8 +265,7 @@ class TopicMemory:
         its messages in its values already, so nothing of it can be lost; it is not looked
         for, which keeps this to one checkpoint read on every turn.
         """
-        saved = self.checkpointer.get_tuple(self._config(check_thread_id(thread_id)))
-        return saved is not None and bool(saved.pending_writes)
+        return has_pending_writes(self.checkpointer, check_thread_id(thread_id))
 
     def _finish_interrupted(self, thread_id: str) -> dict[str, Any] | None:
         if not self.interrupted(thread_id):
@@ -392,21 +403,20 @@ class TopicMemory:
             for topic_id in store.topic_ids():
                 meta = store.meta(topic_id)
                 record = registry.get(topic_id)
-                summaries.append(
-                    {
-                        "id": topic_id,
-                        "name": meta["name"],
-                        "status": record["status"] if record else "unregistered",
-                        "message_count": meta["message_count"],
-                        "brief": meta["brief"],
-                        "parent_id": meta["parent_id"],
-                        "scores": record["scores"] if record else [],
-                        "created_at": meta["created_at"],
-                        "last_active_at": (
-                            record["last_active_at"] if record else meta["updated_at"]
-                        ),
-                    }
-                )
+                summary: TopicSummary = {
+                    "id": topic_id,
+                    "name": meta["name"],
+                    "status": record["status"] if record else "unregistered",
+                    "message_count": meta["message_count"],
+                    "brief": meta["brief"],
+                    "parent_id": meta["parent_id"],
+                    "scores": record["scores"] if record else [],
+                    "created_at": meta["created_at"],
+                    "last_active_at": (record["last_active_at"] if record else meta["updated_at"]),
+                }
+                if "brief_card" in meta:
+                    summary["brief_card"] = meta["brief_card"]
+                summaries.append(summary)
             return summaries
 
     def transcript(self, thread_id: str) -> list[StoredMessage]:
@@ -417,6 +427,115 @@ class TopicMemory:
             store = self.services.branch_stores(thread_id, values).topic_store
             working = stored_view(values.get("messages", []))
             return [*store.transcript(), *unsplit_messages(working, store)]
+
+    def set_workflow(
+        self, thread_id: str, workflow: Mapping[str, Any] | WorkflowSource | None
+    ) -> None:
+        """Give the thread a workflow; its active path tops the system prompt (seed 001 T4).
+
+        Args:
+            thread_id: The conversation thread.
+            workflow: A DAG (``{"id", "name", "nodes": [{"id", "name", "status", "summary"}],
+                "edges": [[from_id, to_id], …]}``), checked and kept in the data directory; or
+                a ``WorkflowSource`` such as ``LangGraphWorkflow(app, config)``, kept in this
+                process only; or ``None`` to take the thread's workflow away.
+
+        Raises:
+            InputError: An invalid DAG (one line naming the problem); nothing is written.
+        """
+        thread_id = check_thread_id(thread_id)
+        stored = StoredWorkflow(workflow_file(self.settings.data_dir, thread_id))
+        if workflow is None:
+            self.services.workflows.detach(thread_id)
+            stored.clear()
+        elif isinstance(workflow, Mapping):
+            dag = parse_dag(workflow, f"workflow of thread {thread_id!r}")
+            stored.save(dag)
+            self.services.workflows.detach(thread_id)
+        elif isinstance(workflow, WorkflowSource):
+            self.services.workflows.attach(thread_id, workflow)
+        else:
+            raise InputError(
+                f"workflow of thread {thread_id!r}: expected a DAG mapping or a WorkflowSource "
+                f"(e.g. LangGraphWorkflow), got {type(workflow).__name__}"
+            )
+
+    def update_workflow_node(
+        self,
+        thread_id: str,
+        node_id: str,
+        *,
+        status: str | None = None,
+        summary: str | None = None,
+    ) -> WorkflowDag:
+        """Change one step of the thread's stored workflow (its status, its output summary).
+
+        Returns:
+            The updated DAG.
+
+        Raises:
+            InputError: The thread has no stored workflow (none, or a LangGraph one, whose
+                statuses come from its checkpoints), no step ``node_id``, or a bad status.
+        """
+        thread_id = check_thread_id(thread_id)
+        source = self.services.workflows.source_for(thread_id, self.settings.data_dir)
+        if source is not None and not isinstance(source, StoredWorkflow):
+            raise InputError(
+                f"thread {thread_id!r}: its workflow is attached in code (a LangGraph graph "
+                "reports its own progress); set a DAG to update steps by hand"
+            )
+        stored = StoredWorkflow(workflow_file(self.settings.data_dir, thread_id))
+        if not stored.exists():
+            raise InputError(
+                f"thread {thread_id!r}: no workflow is set (TopicMemory.set_workflow, or "
+                "langgraph-topics workflow set)"
+            )
+        return stored.update_node(node_id, status=status, summary=summary)
+
+    def workflow(self, thread_id: str) -> WorkflowDag | None:
+        """The thread's workflow as it stands now (None when it has none).
+
+        Raises:
+            InputError: The workflow cannot be loaded (a turn would skip it; this says why).
+        """
+        thread_id = check_thread_id(thread_id)
+        source = self.services.workflows.source_for(thread_id, self.settings.data_dir)
+        if source is None:
+            return None
+        try:
+            return parse_dag(source.load(), f"workflow of thread {thread_id!r}")
+        except WorkflowUnavailable as error:
+            raise InputError(str(error)) from None
+
+    def expand(self, thread_id: str, fact: object) -> list[StoredMessage]:
+        """The original messages a summary card's fact was taken from (seed 001 T3).
+
+        Args:
+            thread_id: The conversation thread (it must exist: nothing is created).
+            fact: A fact of a card (``summary_card`` of a topic result, ``brief_card`` of a
+                topic: any dict with ``message_ids``), a list of message ids, or one id.
+
+        Returns:
+            The messages, full text, in the order the fact cites them (each once), from the
+            topic files or the working set.
+
+        Raises:
+            InputError: An invalid thread id, a thread that does not exist, something that is
+                not a fact, or ids the thread does not hold (all of them named).
+        """
+        ids = fact_message_ids(fact)
+        thread_id = check_thread_id(thread_id)
+        if not self.exists(thread_id):
+            raise InputError(f"no thread {thread_id!r} in {self.settings.data_dir}")
+        with self._locks.files(thread_id):
+            values = self.state(thread_id)
+            store = self.services.branch_stores(thread_id, values).topic_store
+            working = {m["id"]: m for m in stored_view(values.get("messages", []))}
+            found = {**store.get_messages([i for i in ids if i not in working]), **working}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise InputError(f"thread {thread_id!r} holds no message {', '.join(missing)}")
+        return [found[i] for i in ids]
 
     def exists(self, thread_id: str) -> bool:
         """Whether the thread has a checkpoint or stored topics (looking creates nothing)."""

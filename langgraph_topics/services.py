@@ -38,6 +38,11 @@ from langgraph_topics.settings import (
     with_run_settings,
 )
 from langgraph_topics.stores.embeddings import CachingEmbedder, UseEmbedder
+from langgraph_topics.stores.namespace_store import (
+    FileNamespaceStore,
+    InMemoryNamespaceStore,
+    NamespaceStore,
+)
 from langgraph_topics.stores.overlay import OverlayTopicIndex, OverlayTopicStore
 from langgraph_topics.stores.protocols import (
     BranchedTopicStore,
@@ -49,6 +54,7 @@ from langgraph_topics.stores.seq_ranges import SeqRanges, normalize
 from langgraph_topics.thread_ids import check_thread_id
 from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import RoleStatsCollector
+from langgraph_topics.workflow.sources import WorkflowSources
 
 
 def utc_now() -> datetime:
@@ -70,6 +76,8 @@ class ThreadStores:
     topic_index: TopicIndex
     message_index: MessageIndex
     """Embeddings and lexical statistics of the split messages (seed 004 §3)."""
+    namespace_store: NamespaceStore = field(default_factory=InMemoryNamespaceStore)
+    """Full texts of large tool results, by reference (seed 001 T2)."""
 
 
 def thread_directory_name(thread_id: str) -> str:
@@ -112,6 +120,8 @@ class TopicServices:
     """Whether turns append to the tuning log (off for dry runs)."""
     writes_in_memory: bool = False
     """Whether store writes stay in memory (a dry run): a context query may split then."""
+    workflows: WorkflowSources = field(default_factory=WorkflowSources, repr=False, compare=False)
+    """Workflow sources attached in memory per thread (a stored DAG needs none; seed 001 T4)."""
     _stores: dict[str, ThreadStores] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _settings_roles: Roles | None = field(default=None, repr=False, compare=False)
@@ -156,6 +166,9 @@ class TopicServices:
                     data_dir / "index", embedder, collection=index_collection_name(thread_id)
                 ),
                 message_index=open_message_index(root / "retrieval", embedder, topic_store),
+                namespace_store=FileNamespaceStore(
+                    root / "namespace", max_bytes=settings.namespace_cache_bytes
+                ),
             )
 
         built = None if roles is not None else build_roles(settings, embedder=embedder)
@@ -304,6 +317,7 @@ class TopicServices:
                 topic_store=OverlayTopicStore(base.topic_store),
                 topic_index=OverlayTopicIndex(base.topic_index, InMemoryTopicIndex(self.embedder)),
                 message_index=OverlayMessageIndex(base.message_index),
+                namespace_store=InMemoryNamespaceStore(base.namespace_store),
             )
 
         return replace(

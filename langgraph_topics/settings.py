@@ -75,6 +75,13 @@ class Settings:
     """The main window's token budget; the assembled context never exceeds it."""
     split_trigger: float = 0.7
     """Split first when the estimated main window passes this share of the budget (§4.1)."""
+    split_threshold: Literal["budget70", "dynamic"] = "budget70"
+    """Which rule triggers a split: ``budget70`` (seed 000 §4.1: the whole estimated window
+    over ``split_trigger`` of the budget; the default, which the recall figures were measured
+    with) or ``dynamic`` (seed 001 T1: ``available = budget - system tokens``, split when the
+    topic results and messages pass ``dynamic_trigger`` of ``available``)."""
+    dynamic_trigger: float = 0.6
+    """Share of the available budget that triggers a split under ``split_threshold="dynamic"``."""
     keep_recent: int = 20
     min_split_messages: int = 4
     """A split waits until at least this many messages are older than the last ``keep_recent``.
@@ -122,6 +129,19 @@ class Settings:
     """Retries of a malformed reply, with the error fed back, before the native back end."""
     tuning_log: bool = True
     """Append one line per turn to ``threads/<thread>/tuning.jsonl`` (seed 000 §16)."""
+    tool_namespace: bool = True
+    """Keep large tool results out of the windows, by reference (seed 001 T2)."""
+    namespace_bytes: int = 2048
+    namespace_lines: int = 50
+    """A tool result over this many bytes (UTF-8) or lines is large (seed 001 T2)."""
+    large_tools: tuple[str, ...] = ()
+    """Tools whose results are always large, whatever their size (e.g. ``read_file``)."""
+    namespace_preview_chars: int = 600
+    """Bound of the key-information preview shown with a reference."""
+    namespace_cache_bytes: int = 10_000_000
+    """Bound of the in-memory LRU of stored tool results (seed 001 T2: 10 MB)."""
+    max_namespace_reads: int = 2
+    """How many ``read_namespace`` calls one turn may make."""
     lock_timeout_seconds: float = field(default_factory=_default_lock_timeout)
     """How long a write (``chat``, an import) waits for another writer of the same thread
     (another process, or thread) before it fails with ``ThreadBusyError``; a read waits as
@@ -130,6 +150,25 @@ class Settings:
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
             raise ValueError(f"split_trigger must be in (0, 1], got {self.split_trigger}")
+        if self.split_threshold not in ("budget70", "dynamic"):
+            raise ValueError(
+                f"split_threshold must be 'budget70' or 'dynamic', got {self.split_threshold!r}"
+            )
+        if not 0 < self.dynamic_trigger <= 1:
+            raise ValueError(f"dynamic_trigger must be in (0, 1], got {self.dynamic_trigger}")
+        if self.namespace_bytes < 1 or self.namespace_lines < 1:
+            raise ValueError(
+                "namespace_bytes and namespace_lines must be at least 1, got "
+                f"{self.namespace_bytes} and {self.namespace_lines}"
+            )
+        if isinstance(self.large_tools, str):
+            raise ValueError(
+                f"large_tools must be a tuple of tool names, got the string {self.large_tools!r}"
+            )
+        if self.max_namespace_reads < 0:
+            raise ValueError(
+                f"max_namespace_reads must not be negative, got {self.max_namespace_reads}"
+            )
         if not self.min_active <= self.default_active <= self.max_active:
             raise ValueError("need min_active <= default_active <= max_active")
         if self.min_split_messages < 1:

@@ -8,6 +8,9 @@ A write point is every call of
 
 * ``langgraph_topics.stores.durable.append_durably`` (topic files, links, the retrieval index),
 * ``langgraph_topics.stores.durable.fsync_directory``,
+* ``langgraph_topics.stores.durable.replace_durably`` of a topic file's catalog (a cache the
+  store rewrites after appends; here after every :data:`CATALOG_REFRESH_BYTES`, so that the
+  scenarios write some),
 * ``ChromaTopicIndex.upsert`` and ``ChromaTopicIndex.set_status`` (the topic index),
 * ``SqliteSaver.put`` and ``SqliteSaver.put_writes`` (the checkpointer).
 
@@ -52,6 +55,8 @@ PARALLEL = int(os.environ.get("FAULT_PARALLEL", "3"))
 CHILD_SECONDS = 90
 """A child that has not finished by then dies of SIGALRM: a hang must not hang the tests."""
 RECOVERY_USER_ID = "recovery-user"
+CATALOG_REFRESH_BYTES = 1024
+"""The killed runs rewrite a topic file's catalog this often (the recovery, as configured)."""
 
 
 # ------------------------------------------------------------------------------- scenarios
@@ -247,10 +252,14 @@ def install(injector: Injector) -> None:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from langgraph_topics.stores import durable
+    from langgraph_topics.stores.topic_catalog import CATALOG_SUFFIX
     from langgraph_topics.stores.topic_index import ChromaTopicIndex
+    from langgraph_topics.stores.topic_store import JsonlTopicStore
 
     original_append = durable.append_durably
     original_fsync = durable.fsync_directory
+    original_replace = durable.replace_durably
+    JsonlTopicStore.CATALOG_REFRESH_BYTES = CATALOG_REFRESH_BYTES
 
     def append_durably(path: Path, data: bytes) -> None:
         def half() -> None:  # a torn line: half of the bytes reach the disk
@@ -263,6 +272,12 @@ def install(injector: Injector) -> None:
     def fsync_directory(path: Path) -> None:
         injector.point(f"fsync:{Path(path).name}", lambda: original_fsync(path), None)
 
+    def replace_durably(path: Path, data: bytes) -> None:
+        if Path(path).suffix != CATALOG_SUFFIX:  # the other whole-file stores are not counted
+            original_replace(path, data)
+            return
+        injector.point("replace:topic-catalog", lambda: original_replace(path, data), None)
+
     # Modules import the functions by name: replace every reference the package holds.
     for name, module in list(sys.modules.items()):
         if module is None or name.split(".")[0] != "langgraph_topics":
@@ -272,6 +287,8 @@ def install(injector: Injector) -> None:
                 setattr(module, attribute, append_durably)
             elif value is original_fsync:
                 setattr(module, attribute, fsync_directory)
+            elif value is original_replace:
+                setattr(module, attribute, replace_durably)
 
     def wrap(owner: Any, method: str, kind: str) -> None:
         original = getattr(owner, method)
@@ -488,6 +505,8 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
             ("append:topic-brief", 1, "before"),
             ("append:topic-brief", 1, "torn"),
             ("chroma:set_status", 1, "before"),
+            ("replace:topic-catalog", 1, "before"),
+            ("replace:topic-catalog", 2, "after"),
         ],
         "spread": 1,
     },

@@ -1,11 +1,12 @@
 """Kill the process at the write points of an import and of chat turns, then reopen and check.
 
 Invariants 1, 5 and 8 (README: "Forks, crashes and `check`") under ``SIGKILL``: a child process
-(``fault_points.py``) wraps every durable append, directory fsync, topic-index upsert and checkpoint
-write, runs a scenario once to count them, and then, for a sample of them, dies at one (before the
-write, after it, or after half of an append: a torn line). A fresh process then reopens the data
-directory, checks it, runs one more turn (the import is run again first) and reports; the assertions
-are here. Three processes chatting on one thread at once are checked here too.
+(``fault_points.py``) wraps every durable append, directory fsync, topic-index upsert, checkpoint
+write and topic-catalog rewrite, runs a scenario once to count them, and then, for a sample of them,
+dies at one (before the write, after it, or after half of an append: a torn line). A fresh process
+then reopens the data directory, checks it, runs one more turn (the import is run again first) and
+reports; the assertions are here. Three processes chatting on one thread at once are checked here
+too.
 
 The child logs the ids it sends before every call and those it got confirmed (the call or the
 import turn returned). After the extra turn every confirmed id must be in the transcript once;
@@ -192,6 +193,7 @@ EXPECTED_KINDS = {
     "fsync:retrieval",
     "append:retrieval-vectors.f16",
     "append:retrieval-entries.jsonl",
+    "replace:topic-catalog",
 }
 
 

@@ -16,6 +16,7 @@ from fakes import RecordingTopicWindow, with_roles
 from langgraph_topics import TopicMemory
 from langgraph_topics.activation.grey import activation_threshold, dormancy_threshold
 from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.stores.topic_store import JsonlTopicStore
 
 
 def _user_lines() -> list[str]:
@@ -143,3 +144,18 @@ def test_an_input_without_mode_is_a_chat_turn_even_after_an_import(
     )
     assert isinstance(result["messages"][-1], AIMessage)
     assert result["turn_mode"] == "chat" and result.get("mode") is None
+
+
+def test_turns_leave_the_stores_shared_messages_as_stored(make_memory: MemoryFactory) -> None:
+    # The topic store hands out its cached messages without copying them (read-only by
+    # contract); no node or role may change one, or later turns would read altered history.
+    memory = make_memory(budget=900)
+    for line in _user_lines():
+        memory.chat("alice", line)
+    memory.context("alice", "What ryokan would you suggest near Gion again?")
+    stores = memory.services.stores("alice")
+    cached = {t: stores.topic_store.messages(t) for t in stores.topic_store.topic_ids()}
+    assert cached and any(cached.values())
+    from_files = JsonlTopicStore(stores.topic_store.root)  # type: ignore[attr-defined]
+    for topic_id, messages in cached.items():
+        assert messages == from_files.messages(topic_id)

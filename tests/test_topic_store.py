@@ -264,15 +264,17 @@ def test_lookups(tmp_path: Path) -> None:
     assert reopened.message_ids() == store.message_ids()
 
 
-def test_returned_messages_do_not_alias_the_cache(tmp_path: Path) -> None:
+def test_returned_lists_and_lookups_do_not_alias_the_cache(tmp_path: Path) -> None:
     store = JsonlTopicStore(tmp_path)
     topic = store.create_topic("t", "")
     store.append(topic["id"], [msg("m1", "original")])
     first = store.messages(topic["id"])
-    first[0]["content"] = "changed"
     first.append(msg("m9"))
-    store.get_messages(["m1"])["m1"]["content"] = "changed too"
+    store.get_messages(["m1"])["m1"]["content"] = "changed"
     assert store.messages(topic["id"]) == [msg("m1", "original")]
+    # The messages themselves are shared and read-only by contract: copying every message
+    # of every active topic on every turn was what made a turn grow with history.
+    assert store.messages(topic["id"])[0] is store.messages(topic["id"])[0]
 
 
 def test_cache_follows_appends(tmp_path: Path) -> None:

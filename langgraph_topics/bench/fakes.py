@@ -23,15 +23,23 @@ _DIMENSIONS = 64
 
 
 class HashEmbedder:
-    """Bag-of-words vectors from hashed words: deterministic, instant, meaningless."""
+    """Bag-of-words vectors from hashed words: deterministic, instant, meaningless.
+
+    Args:
+        dimensions: Vector size; benchmarks of disk and search cost pass the default
+            embedder's (512), so the index weighs what it would in use.
+    """
+
+    def __init__(self, dimensions: int = _DIMENSIONS) -> None:
+        self.dimensions = dimensions
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit vector per text."""
-        rows = np.zeros((len(texts), _DIMENSIONS), dtype=np.float32)
+        rows = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in text.lower().split() or [" "]:
                 digest = hashlib.blake2b(word.encode("utf-8"), digest_size=2).digest()
-                rows[row, int.from_bytes(digest, "big") % _DIMENSIONS] += 1.0
+                rows[row, int.from_bytes(digest, "big") % self.dimensions] += 1.0
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         return (rows / np.where(norms == 0, 1.0, norms)).tolist()  # type: ignore[no-any-return]
 
@@ -59,14 +67,16 @@ class FirstTopicSplitter:
 
 
 class FixedTopicWindow:
-    """Scores every topic 0.6 and quotes its last two messages, after ``delay`` seconds.
+    """Scores every topic ``score`` and quotes its last two messages, after ``delay`` seconds.
 
     Args:
         delay: Seconds each call sleeps, standing in for a model's latency (0 for none).
+        score: The relevance of every topic (high enough, every active topic stays active).
     """
 
-    def __init__(self, delay: float = 0.0) -> None:
+    def __init__(self, delay: float = 0.0, score: float = 0.6) -> None:
         self.delay = delay
+        self.score = score
         self.calls = 0
         self._lock = threading.Lock()
 
@@ -82,7 +92,7 @@ class FixedTopicWindow:
         if self.delay:
             time.sleep(self.delay)
         return {
-            "relevance_score": 0.6,
+            "relevance_score": self.score,
             "referenced_message_ids": [m["id"] for m in topic_messages[-2:]],
             "summary": f"About {topic['name']}.",
         }
@@ -117,11 +127,11 @@ class EchoResponder:
         return {"text": "Noted.", "activate_query": None}
 
 
-def fake_roles(delay: float = 0.0) -> Roles:
+def fake_roles(delay: float = 0.0, score: float = 0.6) -> Roles:
     """Every role answered instantly (the topic window after ``delay`` seconds)."""
     return Roles(
         splitter=FirstTopicSplitter(),
-        topic_window=FixedTopicWindow(delay),
+        topic_window=FixedTopicWindow(delay, score),
         brief_writer=KeepBriefWriter(),
         index_router=SimilarityRouter(),
         responder=EchoResponder(),

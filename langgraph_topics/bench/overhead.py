@@ -1,9 +1,15 @@
 """``bench overhead``: the graph's own cost per turn, with every model role answering instantly.
 
-Two sweeps: history length (1,000 / 10,000 / 100,000 messages at 100 topics) and topic count
-(10 / 100 / 1,000 topics at 10,000 messages). Each size runs in a fresh process, so its peak
-RSS is its own; beside it, in the same process, a plain LangGraph chat graph (``messages``
-with ``add_messages``, the same SQLite checkpointer) holding the same history.
+Two sweeps: history length (1,000 / 10,000 / 100,000 messages at the middle topic count) and
+topic count (10 / 100 / 1,000 topics at 10,000 messages). Each size runs in a fresh process, so
+its peak RSS is its own. Beside the topic graph, in the same process:
+
+- the floor (``bench/floor.py``): the same graph shape doing no work, on the same saver, with
+  the same durability and fan-out. The ratio to it is the product's own cost;
+- a plain LangGraph chat graph (``messages`` with ``add_messages``, the same SQLite
+  checkpointer) holding the whole history, what a memory-less app pays.
+
+Then the memory is closed and opened again, and the first context query timed (cold start).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ class ChatState(TypedDict):
 
 ACTIVE_TOPICS = 10
 BUDGET = 8000
+EMBEDDING_DIMENSIONS = 512
+"""The default embedder's size, so the index on disk and its search weigh what they would."""
 
 
 def _p95(values: Sequence[float]) -> float:
@@ -82,15 +90,24 @@ def _plain_graph(path: Path) -> Any:
 def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     """Time ``turns`` chat turns of the topic graph and of a plain chat graph at one size."""
     from langgraph_topics.bench.fakes import HashEmbedder, fake_roles
+    from langgraph_topics.bench.floor import FloorThread
     from langgraph_topics.bench.synthetic import message_text, seed_thread
     from langgraph_topics.memory import TopicMemory
 
     work = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
-    memory = TopicMemory(
-        data_dir=work / "topics", budget_tokens=BUDGET, roles=fake_roles(), embedder=HashEmbedder()
-    )
+    active = min(ACTIVE_TOPICS, topics)
+
+    def open_memory() -> TopicMemory:
+        return TopicMemory(
+            data_dir=work / "topics",
+            budget_tokens=BUDGET,
+            roles=fake_roles(),
+            embedder=HashEmbedder(EMBEDDING_DIMENSIONS),
+        )
+
+    memory = open_memory()
     started = time.perf_counter()
-    seed_thread(memory, "t", history=history, topics=topics, active=min(ACTIVE_TOPICS, topics))
+    seed_thread(memory, "t", history=history, topics=topics, active=active)
     build_seconds = time.perf_counter() - started
     database = work / "topics" / "checkpoints.sqlite"
     written = checkpoint_bytes(database)
@@ -98,6 +115,24 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     topic_written = checkpoint_bytes(database) - written
     memory.close()
     size = directory_bytes(work / "topics")
+
+    started = time.perf_counter()
+    memory = open_memory()
+    opened_seconds = time.perf_counter() - started
+    memory.context("t", message_text(2 * 10**7))
+    cold_seconds = time.perf_counter() - started
+    memory.close()
+
+    floor_path = work / "floor.sqlite"
+    floor = FloorThread(
+        floor_path,
+        topics=topics,
+        active=active,
+        working=[message_text(n) for n in range(history - 30, history)],
+    )
+    written = checkpoint_bytes(floor_path)
+    floor_seconds = _timed_turns(lambda n: floor.turn(message_text(10**7 + n)), turns)
+    floor_written = checkpoint_bytes(floor_path) - written
 
     plain_path = work / "plain.sqlite"
     plain = _plain_graph(plain_path)
@@ -128,6 +163,14 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
             "p95_ms": round(1000 * _p95(topic_seconds), 1),
             "checkpoint_bytes_per_turn": topic_written // turns,
             "data_dir_bytes": size,
+            "bytes_per_message": size // history,
+            "open_seconds": round(opened_seconds, 3),
+            "cold_start_seconds": round(cold_seconds, 3),
+        },
+        "floor_graph": {
+            "median_ms": round(1000 * statistics.median(floor_seconds), 1),
+            "p95_ms": round(1000 * _p95(floor_seconds), 1),
+            "checkpoint_bytes_per_turn": floor_written // turns,
         },
         "plain_graph": {
             "median_ms": round(1000 * statistics.median(plain_seconds), 1),
@@ -161,7 +204,9 @@ def run_overhead(
         last = results[-1]
         progress(
             f"  topic graph {last['topic_graph']['median_ms']} ms/turn,"
-            f" plain {last['plain_graph']['median_ms']} ms/turn"
+            f" floor {last['floor_graph']['median_ms']} ms/turn,"
+            f" plain {last['plain_graph']['median_ms']} ms/turn,"
+            f" cold start {last['topic_graph']['cold_start_seconds']} s"
         )
     return {
         "active_topics": ACTIVE_TOPICS,
@@ -172,22 +217,23 @@ def run_overhead(
 
 
 def overhead_table(report: dict[str, Any]) -> str:
-    """One row per size: the topic graph, the plain graph, and their ratio."""
+    """One row per size: the topic graph, the floor and the plain graph, with the ratios."""
     rows = []
     for size in report["sizes"]:
-        mine, plain = size["topic_graph"], size["plain_graph"]
+        mine, floor, plain = size["topic_graph"], size["floor_graph"], size["plain_graph"]
         rows.append(
             [
                 f"{size['history']:,}",
                 f"{size['topics']:,}",
                 mine["median_ms"],
                 mine["p95_ms"],
+                floor["median_ms"],
+                f"{mine['median_ms'] / max(floor['median_ms'], 1e-9):.2f}",
                 plain["median_ms"],
-                f"{mine['median_ms'] / max(plain['median_ms'], 1e-9):.2f}",
                 f"{mine['checkpoint_bytes_per_turn']:,}",
-                f"{plain['checkpoint_bytes_per_turn']:,}",
-                f"{mine['data_dir_bytes'] / 1e6:.1f}",
-                f"{plain['data_dir_bytes'] / 1e6:.1f}",
+                f"{floor['checkpoint_bytes_per_turn']:,}",
+                f"{mine['bytes_per_message']:,}",
+                mine["cold_start_seconds"],
                 size["peak_rss_mb"],
             ]
         )
@@ -196,15 +242,38 @@ def overhead_table(report: dict[str, Any]) -> str:
         "topics",
         "median ms",
         "p95 ms",
-        "plain median ms",
-        "ratio",
+        "floor ms",
+        "÷ floor",
+        "plain chat ms",
         "ckpt B/turn",
-        "plain ckpt B/turn",
-        "data MB",
-        "plain MB",
+        "floor ckpt B/turn",
+        "disk B/message",
+        "cold start s",
         "peak RSS MB",
     ]
+    flat = _flatness(report["sizes"])
     return (
         f"per-turn cost, zero-latency roles, {report['active_topics']} active topics,"
-        f" budget {report['budget_tokens']:,}\n" + simple_table(headers, rows)
+        f" budget {report['budget_tokens']:,}\n"
+        + simple_table(headers, rows)
+        + (f"\n{flat}" if flat else "")
     )
+
+
+def _flatness(sizes: Sequence[dict[str, Any]]) -> str:
+    """The longest history's cost over the shortest's, at the same topic count."""
+    by_topics: dict[int, list[dict[str, Any]]] = {}
+    for size in sizes:
+        by_topics.setdefault(size["topics"], []).append(size)
+    lines = []
+    for topics, group in by_topics.items():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda s: s["history"])
+        short, long = group[0], group[-1]
+        ratio = long["topic_graph"]["median_ms"] / max(short["topic_graph"]["median_ms"], 1e-9)
+        lines.append(
+            f"{topics:,} topics: {long['history']:,} messages cost {ratio:.2f}×"
+            f" {short['history']:,} messages per turn"
+        )
+    return "\n".join(lines)

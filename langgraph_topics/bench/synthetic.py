@@ -65,7 +65,10 @@ def seed_thread(
         name = f"topic {index}: {' / '.join(_WORDS[(index + k) % len(_WORDS)] for k in range(3))}"
         brief = f"Keywords: {name}\n- user: {message_text(start)}"
         meta = stores.topic_store.create_topic(name, brief, created_at=now)
-        stores.topic_store.append(meta["id"], list(_messages(start, count, origin)))
+        messages = list(_messages(start, count, origin))
+        stores.topic_store.append(meta["id"], messages)
+        # Split history is indexed at split time (embeddings on disk); so is this one.
+        stores.message_index.add(messages, [meta["id"]] * count)
         status: TopicStatus = "active" if index < active else "dormant"
         stores.topic_index.upsert(meta["id"], name, brief, status=status)
         registry[meta["id"]] = {

@@ -90,6 +90,15 @@ examples:
 The whole conversation, oldest first, recovered from the topic files and the working set
 (--json: one record a line with id, role, content and timestamp).
 """,
+    f"{PROG} expand": """
+examples:
+  langgraph-topics expand --thread bob msg-042 msg-043
+  langgraph-topics expand --thread bob msg-042 --json
+
+The original messages behind a fact of a summary card (the message_ids of a topic's brief_card
+in `topics --json`, or of a topic result's summary_card in `context --json`), full text, in the
+order given. An id the thread does not hold is an error naming it (exit status 2).
+""",
     f"{PROG} check": """
 examples:
   langgraph-topics check --thread bob
@@ -100,6 +109,36 @@ Checks that every message is held exactly once (working set and topic files, aga
 of messages ever added; a duplicate is named by file:line), reports unreadable lines, and checks
 the last assembled window: all of the last 20 messages present, topic results by score, no
 message twice, within the budget. Exit status 1 when an invariant is broken.
+""",
+    f"{PROG} workflow": """
+examples:
+  langgraph-topics workflow set --thread bob dag.json
+  langgraph-topics workflow node --thread bob edit --status completed --summary "timeout set to 30"
+  langgraph-topics workflow show --thread bob [--json]
+  langgraph-topics workflow clear --thread bob
+
+A thread running inside a workflow gets, at the top of the main window's system prompt, the
+workflow's active path: the steps from the root to the current one and two levels of the steps
+after it, with their status and output summary, and the counts of the whole workflow.
+""",
+    f"{PROG} workflow set": """
+examples:
+  langgraph-topics workflow set --thread bob dag.json
+
+dag.json: {"id": "wf-1", "name": "Approval rework",
+           "nodes": [{"id": "read", "name": "Read config.rs", "status": "completed",
+                      "summary": "timeout:15 on line 15"},
+                     {"id": "edit", "name": "Change timeout", "status": "running"},
+                     {"id": "verify", "name": "Verify"}],
+           "edges": [["read", "edit"], ["edit", "verify"]]}
+A status is completed, running, pending (the default) or failed. The file is checked whole
+before it is written (duplicate ids, edges naming unknown steps, cycles, bad statuses: one line,
+exit status 2).
+""",
+    f"{PROG} workflow node": """
+examples:
+  langgraph-topics workflow node --thread bob edit --status completed --summary "set to 30"
+  langgraph-topics workflow node --thread bob verify --status running
 """,
     f"{PROG} bench": """
 examples:

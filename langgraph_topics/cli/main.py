@@ -26,6 +26,7 @@ from langgraph_topics.cli.help_texts import EXAMPLES, PROG
 from langgraph_topics.cli.logs import cli_logging
 from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
 from langgraph_topics.cli.tables import clip, render_table
+from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.importing import check_records, read_jsonl
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
@@ -149,6 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="one JSON record a line (id, role, content, timestamp)"
     )
     _common(transcript)
+    expand = command("expand", "print the original messages a summary card's fact cites")
+    expand.add_argument("ids", nargs="+", metavar="ID", help="message ids (a fact's message_ids)")
+    expand.add_argument(
+        "--json", action="store_true", help="one JSON record a line (id, role, content, timestamp)"
+    )
+    _common(expand)
     check = command("check", "check the invariants (exit status 1 when one is broken)")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.add_argument(
@@ -157,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the branch of this checkpoint (a fork, as Studio shows it); default newest",
     )
     _common(check)
+    add_workflow_parser(commands, _common)
     add_bench_parser(commands)
     return parser
 
@@ -194,6 +202,16 @@ def _transcript(args: argparse.Namespace) -> int:
         else:
             stamp = f"[{message['timestamp']}] " if message.get("timestamp") else ""
             print(f"{stamp}{message['role']}: {message['content']}")
+    return 0
+
+
+def _expand(args: argparse.Namespace) -> int:
+    for message in _memory(args).expand(args.thread, list(args.ids)):
+        if args.json:
+            print(json.dumps(message, ensure_ascii=False))
+        else:
+            stamp = f"[{message['timestamp']}] " if message.get("timestamp") else ""
+            print(f"{stamp}{message['role']} ({message['id']}): {message['content']}")
     return 0
 
 
@@ -357,6 +375,10 @@ def _write_map(args: argparse.Namespace, memory: Any, topics: Any) -> None:
     print(f"topic map written to {written}", file=sys.stderr)
 
 
+def _workflow(args: argparse.Namespace) -> int:
+    return run_workflow(args, _check_data_dir)
+
+
 def _check(args: argparse.Namespace) -> int:
     if not args.data_dir.is_dir():  # a mistyped --data-dir: say so, create nothing
         raise InputError(f"{args.data_dir}: no such data directory")
@@ -390,7 +412,9 @@ def _run(argv: Sequence[str] | None) -> int:
             "context": _context,
             "topics": _topics,
             "transcript": _transcript,
+            "expand": _expand,
             "check": _check,
+            "workflow": _workflow,
         }
         try:
             return handlers[args.command](args)

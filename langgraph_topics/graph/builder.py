@@ -14,6 +14,7 @@ from langgraph_topics.nodes.assemble import assemble
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.nodes.end_context import end_context
 from langgraph_topics.nodes.estimate import estimate
+from langgraph_topics.nodes.inject_workflow import inject_workflow
 from langgraph_topics.nodes.recall_cue import recall_cue
 from langgraph_topics.nodes.respond import respond
 from langgraph_topics.nodes.split import split
@@ -47,6 +48,7 @@ def build_graph(
         input_schema=TopicState if full_input else InputState,
         output_schema=TopicState,
     )
+    builder.add_node("inject_workflow", inject_workflow)
     builder.add_node("estimate", estimate)
     builder.add_node("split", split)
     builder.add_node("recall_cue", recall_cue)
@@ -57,8 +59,10 @@ def build_graph(
     builder.add_node("bookkeeping", bookkeeping)
     builder.add_node("end_context", end_context)
 
-    # Every turn starts by estimating the main window.
-    builder.add_edge(START, "estimate")
+    # Every turn starts by reading the thread's workflow (seed 001 T4; nothing without one),
+    # then estimating the main window.
+    builder.add_edge(START, "inject_workflow")
+    builder.add_edge("inject_workflow", "estimate")
     # Over 70 % of the budget: split before the topic windows read anything.
     builder.add_conditional_edges("estimate", routing.after_estimate, ["split", "recall_cue", END])
     builder.add_conditional_edges("split", routing.after_split, ["recall_cue", END])
@@ -77,6 +81,9 @@ def build_graph(
     # A context query puts the thread back as it found it.
     builder.add_edge("end_context", END)
     # The responder may ask for topics (activate_topic); its reply is then regenerated.
-    builder.add_conditional_edges("respond", routing.after_respond, ["activate", "bookkeeping"])
+    # ... or to read a stored tool result (read_namespace): the window then shows it in full.
+    builder.add_conditional_edges(
+        "respond", routing.after_respond, ["activate", "assemble", "bookkeeping"]
+    )
     builder.add_edge("bookkeeping", END)
     return builder.compile(checkpointer=checkpointer, name=name)

@@ -86,6 +86,12 @@ def after_assemble(
     return "end_context" if mode == "context" else "respond"
 
 
-def after_respond(state: TopicState) -> Literal["activate", "bookkeeping"]:
-    """The responder asked for topics: activate them and answer again."""
-    return "activate" if state.get("activation") else "bookkeeping"
+def after_respond(state: TopicState) -> Literal["activate", "assemble", "bookkeeping"]:
+    """The responder asked for topics or for a stored tool result: fetch them, answer again.
+
+    Topics (``activate_topic``) are activated; a read (``read_namespace``) assembles the window
+    again with the full text.
+    """
+    if state.get("activation"):
+        return "activate"
+    return "assemble" if state.get("namespace_request") else "bookkeeping"

@@ -62,6 +62,15 @@ is written after the calling turn's bookkeeping, so a topic just woken up is not
 sleep before it has been read; its events reach the custom stream of the agent (``activated``)
 and the memory's state, not that turn's tuning-log line (already written).
 
+``read_namespace``
+==================
+
+A tool result over 2,048 bytes or 50 lines (seed 001 T2; ``Settings.large_tools`` are always
+large) reaches the model as its ``namespace://tool/<hash>`` reference and a preview; the
+memory's files keep the full text. While the window shows such a reference the model is offered
+``read_namespace``: the tool checks the reference and the next model call's window shows that
+text in full (within the budget), once; later calls see the reference again.
+
 Place the middleware first in ``create_agent(middleware=[...])``: its ``before_model`` then runs
 first, its ``wrap_model_call`` is the outermost (the other middleware see the window) and its
 ``after_model`` runs last (it records the reply as the other middleware left it).
@@ -70,6 +79,7 @@ first, its ``wrap_model_call`` is the outermost (the other middleware see the wi
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, NotRequired, cast
@@ -93,6 +103,8 @@ from typing_extensions import TypedDict
 
 from langgraph_topics.integrations.messages import context_messages
 from langgraph_topics.memory import TopicMemory
+from langgraph_topics.namespace.reference import find_references
+from langgraph_topics.namespace.tool import READ_NAMESPACE, READ_NAMESPACE_TOOL
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.roles.llm.responder import ACTIVATE_TOPIC_TOOL
@@ -100,6 +112,7 @@ from langgraph_topics.services import TopicContext, thread_id_of
 from langgraph_topics.state.messages import TIMESTAMP_KEY
 from langgraph_topics.state.records import ActivationRequest, AssembledContext
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.stores.namespace_store import NamespaceEntryError
 
 ACTIVATE_TOPIC = "activate_topic"
 """Name of the tool the middleware registers."""
@@ -124,6 +137,10 @@ class TopicAgentState(AgentState[Any]):
 
     topic_window: NotRequired[Annotated[ModelCallWindow | None, PrivateStateAttr]]
     """The window of the model call under way; cleared once the reply is recorded."""
+
+
+class _ReadNamespaceInput(BaseModel):
+    reference: str = Field(description="The namespace://tool/... reference, as shown.")
 
 
 class _ActivateTopicInput(BaseModel):
@@ -155,17 +172,34 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         activate_topic: Offer the ``activate_topic`` tool while the thread has dormant topics:
             ``None`` (default) when the model can bind tools, ``True`` always, ``False`` never
             (the tool is then not registered either).
+        read_namespace: Offer the ``read_namespace`` tool while the window shows large tool
+            results by reference (seed 001 T2): ``None`` (default) when the model can bind
+            tools (not registered when ``activate_topic`` is ``False``), ``True`` always,
+            ``False`` never.
     """
 
     state_schema = TopicAgentState
 
-    def __init__(self, memory: TopicMemory, *, activate_topic: bool | None = None) -> None:
+    def __init__(
+        self,
+        memory: TopicMemory,
+        *,
+        activate_topic: bool | None = None,
+        read_namespace: bool | None = None,
+    ) -> None:
         super().__init__()
         self.memory = memory
         self.offer_activation = activate_topic
-        self.tools: Sequence[BaseTool] = (
-            [] if activate_topic is False else [self._activate_topic_tool()]
-        )
+        self.offer_reading = read_namespace
+        if read_namespace is None:  # an agent refusing the memory's tools gets none
+            read_namespace = activate_topic is not False
+        self.tools: Sequence[BaseTool] = [
+            *([] if activate_topic is False else [self._activate_topic_tool()]),
+            *([self._read_namespace_tool()] if read_namespace else []),
+        ]
+        self._pending_reads: dict[str, list[str]] = {}
+        """References ``read_namespace`` validated, per thread, for the next model call."""
+        self._reads_lock = threading.Lock()
 
     # -- the hooks ---------------------------------------------------------------------------
 
@@ -173,9 +207,14 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         """Record the new messages, assemble the window, drop split messages from the agent."""
         thread_id = thread_id_of(runtime)
         messages = state["messages"]
+        with self._reads_lock:
+            reads = self._pending_reads.pop(thread_id, [])
+        turn_input: dict[str, Any] = {"mode": "assemble"}
+        if reads:
+            turn_input["read_namespace"] = reads
         with self._writing(thread_id):
             fresh = self._unrecorded(thread_id, self.memory.state(thread_id), messages)
-            result = self.memory.run_turn(thread_id, {"messages": fresh, "mode": "assemble"})
+            result = self.memory.run_turn(thread_id, {"messages": fresh, **turn_input})
         kept = {m.id for m in result["messages"]}
         removals = [RemoveMessage(id=m.id) for m in messages if m.id and m.id not in kept]
         topics = result.get("topics") or {}
@@ -242,7 +281,17 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             and self.offer_activation is not False
             and (self.offer_activation or supports_tools(request.model))
         )
-        tools = [t for t in request.tools if offer or _tool_name(t) != ACTIVATE_TOPIC]
+        readable = (
+            window is not None
+            and bool(window["context"].get("namespace_refs"))
+            and (self.offer_reading or supports_tools(request.model))
+        )
+        tools = [
+            t
+            for t in request.tools
+            if (offer or _tool_name(t) != ACTIVATE_TOPIC)
+            and (readable or _tool_name(t) != READ_NAMESPACE)
+        ]
         if window is None:
             return request.override(tools=tools)
         sent = context_messages(window["context"], request.system_prompt)
@@ -388,6 +437,54 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             f"Recalled {', '.join(woken)}: the earlier messages on "
             f"{'it' if len(woken) == 1 else 'them'} are in your context from the next call."
         )
+
+    # -- read_namespace ----------------------------------------------------------------------
+
+    def _read_namespace_tool(self) -> BaseTool:
+        def run(reference: str) -> str:
+            return self.read_namespace(thread_id_of(), reference)
+
+        async def arun(reference: str) -> str:
+            return await asyncio.to_thread(run, reference)
+
+        return StructuredTool.from_function(
+            func=run,
+            coroutine=arun,
+            name=READ_NAMESPACE,
+            description=READ_NAMESPACE_TOOL.description,
+            args_schema=_ReadNamespaceInput,
+            infer_schema=False,
+        )
+
+    def read_namespace(self, thread_id: str, reference: str) -> str:
+        """Show the stored tool result ``reference`` names in full in the next model call.
+
+        The reference may be embedded in other text; an unknown one, or a damaged entry, is
+        answered with one line for the model (the message itself stays in the topic files).
+        """
+        found = find_references(reference)
+        if not found:
+            return (
+                f"{reference.strip()[:80]!r} is not a namespace://tool/… reference; "
+                "pass one as shown in your context."
+            )
+        target = found[0]
+        try:
+            with self._files(thread_id):
+                store = self.memory.services.stores(thread_id).namespace_store
+                content = store.read(target)
+        except NamespaceEntryError as error:
+            return f"{target} could not be read ({error}); answer from its preview."
+        if content is None:
+            return (
+                f"No stored tool result has the reference {target} (unknown or mistyped); "
+                "answer from the previews you have."
+            )
+        with self._reads_lock:
+            pending = self._pending_reads.setdefault(thread_id, [])
+            if target not in pending:
+                pending.append(target)
+        return f"The full text of {target} is in your context for your next call."
 
 
 def _tool_name(tool: BaseTool | dict[str, Any]) -> str | None:

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
+from langgraph_topics.namespace.policy import NamespacePolicy
+from langgraph_topics.namespace.window import NamespaceWindow
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import (
     quote_day,
@@ -31,15 +33,19 @@ from langgraph_topics.roles.protocols import EvidenceTopicWindow
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import (
     AssembledContext,
+    SectionTokens,
     StoredMessage,
     TopicResult,
     TrimRecord,
     TurnEvent,
 )
 from langgraph_topics.state.schema import TopicState
-from langgraph_topics.state.units import group_units
+from langgraph_topics.state.units import unit_in_store
 from langgraph_topics.state.working_set import located_in_topics, recent_messages, stored_view
+from langgraph_topics.stores.protocols import TopicStore
 from langgraph_topics.tokens import TokenCounter, message_tokens
+from langgraph_topics.workflow.records import ActivePath
+from langgraph_topics.workflow.render import fit_workflow_block, with_workflow_block
 
 TRUNCATION_MARK = " …[shortened to fit the window; the full text is kept]"
 BRIEF_FLOOR_CHARS = 120
@@ -54,6 +60,9 @@ UNSPLIT_FALLBACK_VALUE = 0.3
 """Value of an older unsplit message when no evidence scores are at hand (newer ones first)."""
 TRIM_RECORD_LIMIT = 50
 """The most valuable pieces that gave way are recorded (all of them are counted)."""
+WORKFLOW_SHARE = 0.5
+"""The workflow block (seed 001 T4) may take at most this share of the room the instructions
+and the recent messages leave: it goes first, but the recalled evidence keeps the rest."""
 
 PieceKind = Literal["quote", "unsplit", "summary", "brief"]
 
@@ -297,6 +306,7 @@ def _render(
     chosen: Sequence[_Piece],
     language: str,
     prompt_dir: Path | None,
+    workflow_block: str = "",
 ) -> tuple[str, list[StoredMessage], list[str]]:
     """The system prompt, the quoted messages (in rendered order) and the topics shown."""
     blocks: list[str] = []
@@ -321,7 +331,8 @@ def _render(
         )
         quoted.extend(messages)
         shown.append(result["topic_id"])
-    return render_system_prompt(blocks, language, prompt_dir), quoted, shown
+    system_prompt = render_system_prompt(blocks, language, prompt_dir)
+    return with_workflow_block(workflow_block, system_prompt), quoted, shown
 
 
 def _trim_record(piece: _Piece) -> TrimRecord:
@@ -350,6 +361,7 @@ def assemble_window(
     evidence: Evidence | None = None,
     partners: Mapping[str, Sequence[StoredMessage]] | None = None,
     exchanges: Mapping[str, list[StoredMessage]] | None = None,
+    workflow: ActivePath | None = None,
 ) -> AssembledContext:
     """Build the main window: the best evidence that fits, the unsplit and recent messages.
 
@@ -368,6 +380,8 @@ def assemble_window(
         partners: Unit partners of a referenced message, offered at half its value.
         exchanges: For referenced tool calls and results, their whole exchange (see
             :func:`tool_exchanges`); a referenced tool message without one is not quoted.
+        workflow: The active path of the thread's workflow, rendered on top of the system
+            prompt at the richest detail that fits ``WORKFLOW_SHARE`` of the room left.
 
     Returns:
         The assembled context; ``trimmed`` lists the most valuable pieces that gave way.
@@ -391,6 +405,12 @@ def assemble_window(
     recent = _fit_recent(recent, budget - base_tokens, counter, trimmed)
     recent_tokens = sum(message_tokens(m, counter) for m in recent)
     room = budget - base_tokens - recent_tokens
+    workflow_block, workflow_cost = "", 0
+    if workflow is not None:
+        workflow_block, workflow_cost = fit_workflow_block(
+            workflow, int(max(0, room) * WORKFLOW_SHARE), counter, language, prompt_dir
+        )
+        room -= workflow_cost
     names = {r["topic_id"]: r for r in ranked}
 
     headers: dict[str, int] = {}
@@ -416,7 +436,9 @@ def assemble_window(
         if p.kind == "unsplit" or p.message is None or p.message["id"] not in unsplit_ids
     ]
     selection = _select(pieces, max(0, room), header_cost, day_cost)
-    system_prompt, quoted, shown = _render(ranked, selection.chosen, language, prompt_dir)
+    system_prompt, quoted, shown = _render(
+        ranked, selection.chosen, language, prompt_dir, workflow_block
+    )
     chosen_unsplit = sorted(
         (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
     )
@@ -428,12 +450,27 @@ def assemble_window(
         dropped = min(selection.chosen, key=lambda p: (p.value, p.order))
         selection.chosen.remove(dropped)
         selection.given_way.append(dropped)
-        system_prompt, quoted, shown = _render(ranked, selection.chosen, language, prompt_dir)
+        system_prompt, quoted, shown = _render(
+            ranked, selection.chosen, language, prompt_dir, workflow_block
+        )
         chosen_unsplit = sorted(
             (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
         )
         chat = [m for p in chosen_unsplit for m in p.messages] + recent
         total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
+    if total > budget and workflow_block:  # the block never pushes the window over the budget
+        workflow_block, workflow_cost = "", 0
+        system_prompt, quoted, shown = _render(ranked, selection.chosen, language, prompt_dir)
+    if workflow is not None:
+        full = fit_workflow_block(workflow, budget, counter, language, prompt_dir)[1]
+        if full > workflow_cost:
+            trimmed.append(
+                {
+                    "kind": "workflow_block",
+                    "id": workflow["workflow_id"],
+                    "tokens": full - workflow_cost,
+                }
+            )
 
     given_way = sorted(selection.given_way, key=lambda p: -p.value)
     trimmed.extend(_trim_record(p) for p in given_way[:TRIM_RECORD_LIMIT])
@@ -441,7 +478,16 @@ def assemble_window(
         if result["topic_id"] not in shown:
             trimmed.append({"kind": "topic_result", "id": result["topic_id"], "tokens": 0})
     system_tokens = counter(system_prompt)
+    workflow_tokens = counter(with_workflow_block(workflow_block, "")) if workflow_block else 0
     unsplit_tokens = sum(message_tokens(m, counter) for m in chat[: len(chat) - len(recent)])
+    sections: SectionTokens = {
+        "system": base_tokens,
+        "topics": system_tokens - base_tokens - workflow_tokens,
+        "unsplit": unsplit_tokens,
+        "recent": recent_tokens,
+    }
+    if workflow is not None:
+        sections["workflow"] = workflow_tokens
     return {
         "messages": chat,
         "referenced_messages": quoted,
@@ -450,12 +496,7 @@ def assemble_window(
         "system_prompt": system_prompt,
         "tokens": system_tokens + unsplit_tokens + recent_tokens,
         "budget": budget,
-        "sections": {
-            "system": base_tokens,
-            "topics": system_tokens - base_tokens,
-            "unsplit": unsplit_tokens,
-            "recent": recent_tokens,
-        },
+        "sections": sections,
         "topic_ids": shown,
         "trimmed": trimmed,
         "given_way": len(selection.given_way),
@@ -463,18 +504,15 @@ def assemble_window(
 
 
 def _unit_partners(
-    results: Sequence[TopicResult], topic_messages: Callable[[str], list[StoredMessage]]
+    results: Sequence[TopicResult], store: TopicStore
 ) -> dict[str, list[StoredMessage]]:
     """For each referenced message, the other messages of its unit (question, answers, tools)."""
     partners: dict[str, list[StoredMessage]] = {}
     for result in results:
-        if not result["referenced_message_ids"]:
-            continue
-        wanted = set(result["referenced_message_ids"])
-        for unit in group_units(topic_messages(result["topic_id"])):
-            for message in unit:
-                if message["id"] in wanted:
-                    partners[message["id"]] = [m for m in unit if m["id"] != message["id"]]
+        for message_id in result["referenced_message_ids"]:
+            if message_id not in partners:
+                unit = unit_in_store(store, message_id)
+                partners[message_id] = [m for m in unit if m["id"] != message_id]
     return partners
 
 
@@ -493,7 +531,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     # on their own; a model's references are completed with their unit partners.
     partners: dict[str, list[StoredMessage]] = {}
     if not isinstance(services.roles.topic_window, EvidenceTopicWindow):
-        partners = _unit_partners(results, store.messages)
+        partners = _unit_partners(results, store)
     lookup = store.get_messages(wanted)
     exchanges: dict[str, list[StoredMessage]] = {}
     for topic_id in {
@@ -503,22 +541,53 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         if i in lookup and (lookup[i]["role"] == "tool" or lookup[i].get("tool_calls"))
     }:
         exchanges.update(tool_exchanges(store.messages(topic_id)))
+    language = detect_language((m["content"] for m in working[-10:]), settings.language)
+    counter = services.token_counter
+    reads = list(state.get("namespace_reads") or [])
+    request = state.get("namespace_request")
+    if request:
+        reads.append(request)
+    # Large tool results enter every part of the window by reference and preview (seed 001
+    # T2); the texts the responder read this turn are added to the system prompt, in budget.
+    namespace = NamespaceWindow(
+        stores.namespace_store,
+        NamespacePolicy.of(settings),
+        language,
+        settings.prompt_dir,
+        reads=reads,
+        can_read=len(reads) < settings.max_namespace_reads,
+        preview_chars=settings.namespace_preview_chars,
+    )
+    working = namespace.views(working)
+    lookup = {i: namespace.view(m) for i, m in lookup.items()}
+    partners = {i: namespace.views(ms) for i, ms in partners.items()}
+    exchanges = {i: namespace.views(ms) for i, ms in exchanges.items()}
+    addition = namespace.addition_within(
+        working, keep_recent=settings.keep_recent, budget=settings.budget_tokens, counter=counter
+    )
     context = assemble_window(
         working,
         located_in_topics((m["id"] for m in working), store),
         results,
         lookup,
-        budget=settings.budget_tokens,
+        budget=settings.budget_tokens - (counter(addition) + 4 if addition else 0),
         keep_recent=settings.keep_recent,
         reference_threshold=settings.reference_threshold,
-        language=detect_language((m["content"] for m in working[-10:]), settings.language),
-        counter=services.token_counter,
+        language=language,
+        counter=counter,
         prompt_dir=settings.prompt_dir,
         evidence=evidence,
         partners=partners,
         exchanges=exchanges,
+        workflow=state.get("workflow"),
     )
+    context = namespace.finish(context, addition, settings.budget_tokens, counter)
     update: dict[str, Any] = {"context": context}
+    if request:
+        update |= {"namespace_reads": reads, "namespace_request": None}
+    problems: list[TurnEvent] = [{"kind": "degraded", "detail": p} for p in namespace.problems]
+    if problems:
+        update["events"] = problems
     if context["given_way"]:
         kinds = sorted({t["kind"] for t in context["trimmed"]})
         event: TurnEvent = {
@@ -526,5 +595,5 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             "detail": f"{context['given_way']} pieces left"
             f" out to fit {settings.budget_tokens} tokens ({', '.join(kinds)})",
         }
-        update["events"] = [event]
+        update["events"] = [*problems, event]
     return update

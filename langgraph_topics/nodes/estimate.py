@@ -9,13 +9,17 @@ from langchain_core.messages import AnyMessage, RemoveMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from langgraph_topics.namespace.policy import NamespacePolicy
+from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import render_system_prompt
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
+from langgraph_topics.settings import Settings
 from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
 from langgraph_topics.state.records import EstimateRecord, ThreadBefore, TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.tokens import message_tokens
+from langgraph_topics.workflow.render import render_workflow_block
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +84,25 @@ def _reconcile(
     return removals, topics, events
 
 
+def over_threshold(settings: Settings, system_tokens: int, total: int) -> bool:
+    """Whether an estimated window of ``total`` tokens triggers a split.
+
+    ``budget70`` (seed 000 §4.1): ``total`` over ``split_trigger`` (70 %) of the budget.
+    ``dynamic`` (seed 001 T1): ``available = budget - system tokens``; the rest of the window
+    (topic results and messages) over ``dynamic_trigger`` (60 %) of ``available``.
+    """
+    budget = settings.budget_tokens
+    if settings.split_threshold == "dynamic":
+        available = max(0, budget - system_tokens)
+        return total - system_tokens > settings.dynamic_trigger * available
+    return total / budget > settings.split_trigger
+
+
 def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Count this turn's new messages and estimate the main window (seed 000 §4.1 step 0).
 
-    Over ``split_trigger`` (70 %) of the budget, the graph splits before anything else, once
+    Over ``split_trigger`` (70 %) of the budget (or, with ``split_threshold="dynamic"``, over
+    60 % of the budget left by the system prompt), the graph splits before anything else, once
     at least ``min_split_messages`` messages are older than the last ``keep_recent``.
     """
     services = services_of(runtime)
@@ -104,10 +123,21 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     kept = [m for m in messages if m.id not in removed]
     language = detect_language((text_of(m) for m in kept[-10:]), settings.language)
     system_tokens = counter(render_system_prompt([], language, settings.prompt_dir))
+    workflow = state.get("workflow")
+    if workflow is not None:  # the block on top of the system prompt (seed 001 T4)
+        system_tokens += counter(render_workflow_block(workflow, language, settings.prompt_dir))
     previous = state.get("context")
     any_active = any(t["status"] == "active" for t in topics.values())
     topic_tokens = previous["sections"]["topics"] if previous and any_active else 0
-    message_total = sum(message_tokens(to_stored(m), counter) for m in kept)
+    # Large tool results count as the window shows them: their reference and preview.
+    shown = windowed_messages(
+        (to_stored(m) for m in kept),
+        NamespacePolicy.of(settings),
+        language,
+        settings.prompt_dir,
+        preview_chars=settings.namespace_preview_chars,
+    )
+    message_total = sum(message_tokens(m, counter) for m in shown)
     total = system_tokens + topic_tokens + message_total
     # Older than the last keep_recent and not yet split (reconciliation removed split ones).
     waiting = max(0, len(kept) - settings.keep_recent)
@@ -119,8 +149,11 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "total": total,
         "budget": settings.budget_tokens,
         "share": round(share, 4),
-        "split": share > settings.split_trigger and waiting >= settings.min_split_messages,
+        "split": over_threshold(settings, system_tokens, total)
+        and waiting >= settings.min_split_messages,
     }
+    if settings.split_threshold == "dynamic":
+        record["available"] = settings.budget_tokens - system_tokens
     mode = state.get("mode") or "chat"
     if mode == "context" and not services.writes_in_memory:
         # A context query on a checkpointed thread must leave it as it was: no split writes
@@ -137,6 +170,11 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             "last_seen_id": state.get("last_seen_id"),
             "turn": state.get("turn", 0),
         }
+    if any(state.get(k) for k in ("read_namespace", "namespace_reads", "namespace_request")):
+        # The references to show in full are this turn's only (seed 001 T2: one round).
+        update["namespace_reads"] = list(state.get("read_namespace") or [])
+        update["read_namespace"] = None
+        update["namespace_request"] = None
     if state.get("store_ranges") is None and not state.get("topics"):
         # A new thread owns no topic records yet; every split adds its own. (A thread whose
         # checkpoints predate the ranges, or whose topics were seeded without them, keeps

@@ -30,7 +30,10 @@ _FAILED = {
 
 
 def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
-    """Run the responder; a request for activation discards its reply and loops back."""
+    """Run the responder; a request for activation or for a stored tool result loops back.
+
+    Either request (``activate_topic``, ``read_namespace``) discards the reply.
+    """
     services = services_of(runtime)
     settings = services.settings
     context = state["context"]
@@ -59,6 +62,11 @@ def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]
             log_degraded(log, "responder failed", error)
             events.append({"kind": "degraded", "detail": f"responder failed: {error}"})
             reply = {"text": _FAILED[language], "activate_query": None}
+    reference = reply.get("read_namespace")
+    if reference and context.get("namespace_refs"):
+        # Shown in full in the next window of this turn only (seed 001 T2); an unknown
+        # reference is answered there, in the window, and the model answers from the preview.
+        return {"namespace_request": reference.strip(), "events": events}
     if reply["activate_query"] and can_activate:
         request: ActivationRequest = {
             "query": reply["activate_query"],

@@ -20,6 +20,8 @@ from langgraph_topics.state.units import group_units, split_point
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.protocols import BranchedTopicStore
 from langgraph_topics.stores.seq_ranges import as_state
+from langgraph_topics.summaries.briefs import brief_card, write_brief
+from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.tuning.turn import log_turn
 
 log = logging.getLogger(__name__)
@@ -132,19 +134,28 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     for topic_id, messages in grouped.items():
         store.append(topic_id, messages)
         info = topic_info(store, topic_id, "active")
+        card: SummaryCard | None
         if topic_id in briefed:
             # The splitter wrote this new topic's brief from exactly these messages (§6.4).
             name, brief = info["name"], info["brief"]
+            card = brief_card(messages, name, brief, services.token_counter)
+            store.set_brief(topic_id, name, brief, card=card)
         else:
             try:
-                name, brief = services.roles.brief_writer.write(info, store.messages(topic_id))
+                name, brief, card = write_brief(
+                    services.roles.brief_writer,
+                    info,
+                    store.messages(topic_id),
+                    services.token_counter,
+                )
             except Exception as error:
                 log_degraded(
                     log, f"brief writer failed for {topic_id}; keeping the previous brief", error
                 )
                 events.append({"kind": "degraded", "detail": f"brief for {topic_id} kept: {error}"})
                 name, brief = info["name"], info["brief"]
-            store.set_brief(topic_id, name, brief)
+                card = store.meta(topic_id).get("brief_card")
+            store.set_brief(topic_id, name, brief, card=card)
         stores.topic_index.upsert(topic_id, name, brief, status="active")
         meta = store.meta(topic_id)
         previous = topics.get(topic_id)

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from langgraph_topics.errors import log_degraded
+from langgraph_topics.namespace.policy import NamespacePolicy
+from langgraph_topics.namespace.window import windowed_messages
+from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.protocols import EvidenceTopicWindow, TopicVerdict
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.services import TopicContext, branch_ranges, services_of
-from langgraph_topics.state.records import TopicResult, TurnEvent
+from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowTask
+from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.summaries.topic_cards import result_card
+from langgraph_topics.summaries.topic_tokens import topic_tokens
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +80,25 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
         }
         return {"events": [missing]}
     window = services.roles.topic_window
+    # The topic window reads large tool results as the main window shows them (seed 001 T2).
+    language = detect_language((m["content"] for m in task["unsplit"][-10:]), settings.language)
+    policy = NamespacePolicy.of(settings)
+    shown_topic, shown_unsplit = (
+        windowed_messages(
+            messages,
+            policy,
+            language,
+            settings.prompt_dir,
+            preview_chars=settings.namespace_preview_chars,
+        )
+        for messages in (topic_messages, task["unsplit"])
+    )
     try:
         if isinstance(window, EvidenceTopicWindow):
             evidence = turn_evidence(services, stores, task["unsplit"])
-            verdict = window.evaluate_with_evidence(info, topic_messages, task["unsplit"], evidence)
+            verdict = window.evaluate_with_evidence(info, shown_topic, shown_unsplit, evidence)
         else:
-            verdict = window.evaluate(info, topic_messages, task["unsplit"])
+            verdict = window.evaluate(info, shown_topic, shown_unsplit)
     except Exception as error:
         log_degraded(
             log, f"topic window failed for {task['topic_id']}; left out of this turn", error
@@ -91,15 +111,35 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
         return {"events": [event]}
 
     score = clamp_score(verdict["relevance_score"])
-    own_ids = {m["id"] for m in topic_messages}
     relevance = reference_relevance(verdict, score)
-    references = list(dict.fromkeys(i for i in verdict["referenced_message_ids"] if i in own_ids))
+    # Located through the store's map: a set of the topic's ids would cost its length per turn.
+    references = list(
+        dict.fromkeys(
+            i for i in verdict["referenced_message_ids"] if store.locate(i) == task["topic_id"]
+        )
+    )
     summary = verdict["summary"]
     if score < settings.reference_threshold:
         references, summary = [], ""
     limit = settings.summary_soft_limit_chars * SUMMARY_HARD_LIMIT_FACTOR
     if len(summary) > limit:
         summary = summary[:limit] + "…"
+    card: SummaryCard | None = None
+    card_refused: str | None = None
+    if summary:
+        card, card_refused = result_card(
+            verdict.get("card"),
+            summary=summary,
+            topic_name=info["name"] or task["topic_id"],
+            topic_messages=topic_messages,
+            unsplit=task["unsplit"],
+            references=references,
+            count_tokens=services.token_counter,
+            quoted_messages=_in_conversation_order(store.get_messages(references), references),
+            topic_tokens=topic_tokens(
+                store, task["topic_id"], topic_messages, services.token_counter
+            ),
+        )
     result: TopicResult = {
         "topic_id": task["topic_id"],
         "name": info["name"],
@@ -111,6 +151,8 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
         "reference_relevance": [relevance[i] for i in references],
         "round": task["round"],
     }
+    if card is not None:
+        result["summary_card"] = card
     dropped = len(verdict["referenced_message_ids"]) - len(references)
     update: dict[str, Any] = {"topic_results": {task["topic_id"]: result}}
     if dropped and score >= settings.reference_threshold:
@@ -121,4 +163,19 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
                 "detail": f"{dropped} unknown or repeated message ids dropped",
             }
         ]
+    if card_refused:
+        refused: TurnEvent = {
+            "kind": "degraded",
+            "topic_ids": [task["topic_id"]],
+            "detail": f"{card_refused}; a native card is used",
+        }
+        update.setdefault("events", []).append(refused)
     return update
+
+
+def _in_conversation_order(
+    found: Mapping[str, StoredMessage], references: Sequence[str]
+) -> list[StoredMessage]:
+    """The referenced messages by time (the order a model lists them in is its own)."""
+    quoted = [found[i] for i in references if i in found]
+    return sorted(quoted, key=lambda m: m.get("timestamp") or "")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +29,41 @@ def tokenize(text: str) -> list[str]:
     """
     spaced = _CJK_CHAR.sub(lambda match: f" {match.group(0)} ", text.lower())
     return _WORD.findall(spaced)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """Postings of documents loaded in bulk: sorted by term, each term's run by its id."""
+
+    term_id: Mapping[str, int]
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    documents: npt.NDArray[np.int64]
+    frequencies: npt.NDArray[np.float64]
+
+    @classmethod
+    def empty(cls) -> _Loaded:
+        none = np.zeros(0, dtype=np.int64)
+        return cls({}, none, none, none, np.zeros(0))
+
+    def _run(self, term: str) -> tuple[int, int] | None:
+        place = self.term_id.get(term)
+        if place is None or place >= len(self.starts):
+            return None
+        start, end = int(self.starts[place]), int(self.ends[place])
+        return (start, end) if end > start else None
+
+    def frequency(self, term: str) -> int:
+        """How many loaded documents hold ``term``."""
+        run = self._run(term)
+        return 0 if run is None else run[1] - run[0]
+
+    def postings(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The loaded documents holding ``term`` and its frequency in each."""
+        run = self._run(term)
+        if run is None:
+            return None
+        return self.documents[run[0] : run[1]], self.frequencies[run[0] : run[1]]
 
 
 class BM25:
@@ -48,12 +85,58 @@ class BM25:
         self._total_length = 0
         self._frequency: Counter[str] = Counter()
         self._postings: dict[str, tuple[list[int], list[int]]] = {}
-        """Per term: the documents holding it and its frequency in each."""
+        """Per term: the documents holding it and its frequency in each (since the bulk load)."""
+        self._loaded = _Loaded.empty()
+        """The documents loaded in bulk (:meth:`from_columns`), as sorted postings."""
         self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
         """The postings as arrays, rebuilt for a term only when it gained documents."""
         self._norm_cache: npt.NDArray[np.float64] | None = None
         for document in documents:
             self.add(document)
+
+    @classmethod
+    def from_columns(
+        cls,
+        term_id: Mapping[str, int],
+        term_ids: npt.NDArray[np.int32],
+        frequencies: npt.NDArray[np.int32],
+        pair_counts: npt.NDArray[np.int32],
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+    ) -> BM25:
+        """The index of documents given as columns (see ``lexical_files``), built vectorised.
+
+        Scores as if the documents were added one by one; no loop over documents or terms,
+        which is what opening a thread's index costs instead of re-reading its text.
+
+        Args:
+            term_id: Each term's id (its place in the lexicon); kept, not copied.
+            term_ids: Every (document, term) pair's term id, documents in order.
+            frequencies: Each pair's term frequency.
+            pair_counts: How many pairs each document has.
+            k1: Term-frequency saturation.
+            b: Length normalisation.
+        """
+        index = cls(k1=k1, b=b)
+        documents = len(pair_counts)
+        owner = np.repeat(np.arange(documents, dtype=np.int64), pair_counts)
+        lengths = np.bincount(owner, weights=frequencies, minlength=documents).astype(np.int64)
+        index.count = documents
+        index._lengths = lengths.tolist()
+        index._total_length = int(lengths.sum())
+        order = np.argsort(term_ids, kind="stable")  # documents stay in order within a term
+        vocabulary = len(term_id)
+        counts = np.bincount(term_ids, minlength=vocabulary).astype(np.int64)
+        ends = np.cumsum(counts)
+        index._loaded = _Loaded(
+            term_id=term_id,
+            starts=ends - counts,
+            ends=ends,
+            documents=owner[order],
+            frequencies=frequencies[order].astype(np.float64),
+        )
+        return index
 
     def add(self, document: Sequence[str]) -> int:
         """Append one document; returns its index."""
@@ -71,7 +154,7 @@ class BM25:
 
     def idf(self, term: str) -> float:
         """``log(1 + (N − n + 0.5) / (n + 0.5))``: positive even for a term in most documents."""
-        n = self._frequency.get(term, 0)
+        n = self._frequency.get(term, 0) + self._loaded.frequency(term)
         return math.log(1 + (self.count - n + 0.5) / (n + 0.5)) if n else 0.0
 
     def _norm(self) -> npt.NDArray[np.float64]:
@@ -96,15 +179,19 @@ class BM25:
     def _term_arrays(
         self, term: str
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        loaded = self._loaded.postings(term)
         postings = self._postings.get(term)
         if postings is None:
-            return None
+            return loaded
         cached = self._arrays.get(term)
-        if cached is None or len(cached[0]) != len(postings[0]):
+        expected = len(postings[0]) + (0 if loaded is None else len(loaded[0]))
+        if cached is None or len(cached[0]) != expected:
             cached = (
                 np.asarray(postings[0], dtype=np.int64),
                 np.asarray(postings[1], dtype=np.float64),
             )
+            if loaded is not None:
+                cached = (np.r_[loaded[0], cached[0]], np.r_[loaded[1], cached[1]])
             self._arrays[term] = cached
         return cached
 
@@ -129,10 +216,16 @@ def score_documents(
         average = float(np.mean([len(d) for d in documents])) or 1.0
     idf = {term: index.idf(term) or math.log(1 + (index.count + 0.5) / 0.5) for term in query}
     for position, document in enumerate(documents):
-        counts = Counter(document)
+        counts = _term_counts(tuple(document))
         norm = index.k1 * (1 - index.b + index.b * len(document) / average)
         for term in query:
             tf = counts.get(term, 0)
             if tf:
                 out[position] += idf[term] * tf * (index.k1 + 1) / (tf + norm)
     return out
+
+
+@lru_cache(maxsize=8192)
+def _term_counts(document: tuple[str, ...]) -> Counter[str]:
+    """A document's term counts (shared, read-only): the unsplit messages are scored every turn."""
+    return Counter(document)

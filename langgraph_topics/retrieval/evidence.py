@@ -13,6 +13,11 @@ message, for a query:
 
 On the LoCoMo dev conversations the last two steps add about 0.08 evidence recall at 2,000
 tokens to the first alone (``benchmarks/README.md``, "How the evidence score was chosen").
+
+From ``LARGE_INDEX`` (20,000) indexed messages on, cosines are first approximated on the
+vectors' principal components (``retrieval/projection.py``) and computed exactly only for the
+best candidates by cosine and by BM25 and their neighbours; the topic prior ranks those
+candidates only. Below that size every score is exact, as the recall figures were measured.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.message_index import (
     MessageIndex,
     OverlayMessageIndex,
+    Snapshot,
     message_time,
 )
 from langgraph_topics.roles.native.text import indexed_text
@@ -42,6 +48,10 @@ RELEVANCE_CENTRE = 1.5
 """The fused score that maps to relevance 0.5: one and a half deviations above the thread's
 mean (about the best twentieth of its messages), so a topic whose best message stands out this
 much clears the 0.3 reference threshold."""
+CANDIDATES = 400
+"""On a large index, how many messages the first pass keeps by cosine and by BM25 each (with
+their neighbours, at most 2,400 rows are then scored exactly: gathering rows costs more than
+the product itself)."""
 UNSPLIT_GROUP = ""
 """The group of the unsplit messages (they belong to no topic yet)."""
 
@@ -228,26 +238,32 @@ class EvidenceScorer:
             extra_times.extend(message_time(m) for m in unsplit)
         query_vector = self.vectors.embed([(("query", query), query or " ")])[0]
         terms = lexical_terms(query)
-        parts: list[Floats] = []
-        if len(snap.vectors):
-            parts.append((snap.vectors @ query_vector).astype(np.float64))
+        # The lexical index may have grown since the snapshot: only its first rows count.
+        lex_base = snap.lexical.scores(terms)[:base_count]
+        dense_stats: tuple[float, float] | None = None
+        prior_rows: npt.NDArray[np.int64] | None = None
+        if snap.projection is not None:
+            dense_base, exact_rows, dense_stats = _first_pass(snap, query_vector, lex_base)
+            extra_rows = np.arange(base_count, base_count + len(extra_ids), dtype=np.int64)
+            prior_rows = np.concatenate([exact_rows, extra_rows])
+        elif len(snap.vectors):
+            dense_base = (snap.vectors @ query_vector).astype(np.float64)
+        else:
+            dense_base = np.zeros(0)
+        parts: list[Floats] = [dense_base]
         if extra_vectors:
             parts.append((np.stack(extra_vectors) @ query_vector).astype(np.float64))
-        dense = np.concatenate(parts) if parts else np.zeros(0)
-        # The lexical index may have grown since the snapshot: only its first rows count.
-        lex = np.concatenate(
-            [
-                snap.lexical.scores(terms)[:base_count],
-                score_documents(snap.lexical, terms, extra_terms),
-            ]
-        )
+        dense = np.concatenate(parts)
+        lex = np.concatenate([lex_base, score_documents(snap.lexical, terms, extra_terms)])
         codes = np.concatenate([snap.codes, np.asarray(extra_codes, dtype=np.int64)])
         times = np.concatenate(
             [snap.times, np.asarray([np.nan if t is None else t for t in extra_times])]
         )
-        own = self.dense_weight * _standard(dense) + (1 - self.dense_weight) * _standard(lex)
+        own = self.dense_weight * _standard(dense, dense_stats) + (
+            1 - self.dense_weight
+        ) * _standard(lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
-        fused = fused + self.topic_weight * _group_prior(own, codes, len(names))
+        fused = fused + self.topic_weight * _group_prior(own, codes, len(names), rows=prior_rows)
         return Evidence(
             query=query,
             query_vector=query_vector,
@@ -264,12 +280,46 @@ class EvidenceScorer:
         )
 
 
-def _standard(values: Floats) -> Floats:
-    """Standardise to mean 0 and deviation 1 (all zeros when the values do not vary)."""
+def _first_pass(
+    snap: Snapshot, query_vector: npt.NDArray[np.float32], lex: Floats
+) -> tuple[Floats, npt.NDArray[np.int64], tuple[float, float]]:
+    """A large index's cosines: approximate for all, exact where a message may count.
+
+    Exact for the best ``CANDIDATES`` by approximate cosine, the best by BM25, and their
+    neighbours; the mean and deviation come from an exact sample of the whole thread, so the
+    standardised scores match the exact route's.
+
+    Returns:
+        The cosines, the rows scored exactly, and the cosines' (mean, deviation).
+    """
+    assert snap.projection is not None
+    count = snap.count
+    dense = snap.projection.similarities(query_vector)[:count]
+    lexical = _best(lex, CANDIDATES)
+    picks = [_best(dense, CANDIDATES), lexical[lex[lexical] > 0]]
+    chosen = np.unique(np.concatenate(picks))
+    rows = np.unique(np.concatenate([chosen - 1, chosen, chosen + 1]))
+    rows = rows[(rows >= 0) & (rows < count)]
+    dense[rows] = snap.vectors[rows] @ query_vector
+    return dense, rows, snap.projection.cosine_statistics(query_vector)
+
+
+def _best(values: Floats, count: int) -> npt.NDArray[np.int64]:
+    """Positions of the ``count`` largest values, in no order."""
+    if len(values) <= count:
+        return np.arange(len(values), dtype=np.int64)
+    return np.argpartition(-values, count - 1)[:count].astype(np.int64)
+
+
+def _standard(values: Floats, stats: tuple[float, float] | None = None) -> Floats:
+    """Standardise to mean 0 and deviation 1 (all zeros when the values do not vary).
+
+    ``stats`` gives the (mean, deviation) to use instead of the values' own.
+    """
     if len(values) == 0:
         return values
-    deviation = float(values.std())
-    return (values - values.mean()) / deviation if deviation > 0 else np.zeros_like(values)
+    mean, deviation = stats if stats is not None else (float(values.mean()), float(values.std()))
+    return (values - mean) / deviation if deviation > 0 else np.zeros_like(values)
 
 
 def _best_neighbour(scores: Floats, stamps: Floats, gap: float) -> Floats:
@@ -287,10 +337,32 @@ def _best_neighbour(scores: Floats, stamps: Floats, gap: float) -> Floats:
     return np.where(np.isfinite(best), best, 0.0)
 
 
-def _group_prior(scores: Floats, codes: npt.NDArray[np.int64], groups: int, top: int = 3) -> Floats:
-    """For each message, the mean of the ``top`` best scores of its group (vectorised)."""
+def _group_prior(
+    scores: Floats,
+    codes: npt.NDArray[np.int64],
+    groups: int,
+    top: int = 3,
+    *,
+    rows: npt.NDArray[np.int64] | None = None,
+) -> Floats:
+    """For each message, the mean of the ``top`` best scores of its group (vectorised).
+
+    ``rows``: only these messages are ranked (a large index's candidates: a group's best
+    messages are among them); a group with none of them has prior 0.
+    """
     if len(scores) == 0:
         return scores
+    if rows is not None:
+        means = _group_means(scores[rows], codes[rows], groups, top)
+        return means[codes]
+    return _group_means(scores, codes, groups, top)[codes]
+
+
+def _group_means(scores: Floats, codes: npt.NDArray[np.int64], groups: int, top: int) -> Floats:
+    """Per group code, the mean of its ``top`` best scores (0 for a group without scores)."""
+    means = np.zeros(groups)
+    if len(scores) == 0:
+        return means
     # One float key, group first and score second (scores are standardised, far under 1e4):
     # a single argsort is several times faster than lexsort on two keys.
     order = np.argsort(codes * 1e4 - np.clip(scores, -1e3, 1e3))
@@ -304,6 +376,5 @@ def _group_prior(scores: Floats, codes: npt.NDArray[np.int64], groups: int, top:
         picks = np.where(inside, starts + offset, 0)
         total += np.where(inside, scores[order[picks]], 0.0)
         taken += inside
-    means = np.zeros(groups)
     means[sorted_codes[starts]] = total / np.maximum(taken, 1)
-    return means[codes]
+    return means

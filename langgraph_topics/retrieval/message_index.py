@@ -5,12 +5,15 @@ it again and a search over a whole thread is one matrix product and one BM25 pas
 
     retrieval/meta.json       # {"dim": 512, "embedder": "UseEmbedder"}
     retrieval/vectors.f16     # one float16 row per message, in the order of entries.jsonl
+    retrieval/lexicon.txt, postings.i32, documents.i32   # BM25 terms per message (lexical_files)
+    retrieval/projection.npz, shadows.f16   # from 20,000 messages on (projection)
     retrieval/entries.jsonl   # {"id", "topic", "time"} per message, in split order
 
 Split order is conversation order (a split moves the oldest unsplit messages), so neighbours in
-the index are neighbours in the conversation. Both files are append-only; vectors are written
-before their entries, and on open the two are cut to the rows they both hold, so a crash
-between them costs at most the re-embedding of the messages of that one split.
+the index are neighbours in the conversation. Every file is append-only; vectors and terms are
+written before their entries, and on open all are cut to the rows they all hold, so a crash
+between them costs at most the re-embedding of the messages of that one split. Opening reads
+these files and nothing else: no message text, no tokenising.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +33,12 @@ import numpy.typing as npt
 
 from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.retrieval.lexical import lexical_terms
+from langgraph_topics.retrieval.lexical_files import LexicalFiles
+from langgraph_topics.retrieval.projection import LARGE_INDEX, Projection, ProjectionFiles
 from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.state.records import StoredMessage
-from langgraph_topics.stores.durable import append_durably, replace_durably
+from langgraph_topics.stores.durable import append_durably, replace_durably, truncate_durably
 from langgraph_topics.stores.protocols import Embedder, TopicStore
 
 log = logging.getLogger(__name__)
@@ -79,6 +83,8 @@ class Snapshot:
     """Each message's time in seconds (NaN when unknown)."""
     vectors: Matrix
     lexical: BM25
+    projection: Projection | None = None
+    """The vectors' low-dimensional shadows, from ``LARGE_INDEX`` messages on."""
 
 
 class MessageIndex:
@@ -105,9 +111,15 @@ class MessageIndex:
         """A small integer per topic id, so a search groups by integers, not strings."""
         self.topic_names: list[str] = []
         self._vectors: Matrix = np.zeros((0, 0), dtype=np.float32)
+        """Rows ``[:_filled]`` are the vectors; the rest is room to grow (doubling), so a
+        split appends without copying the whole matrix."""
+        self._filled = 0
         self._rows: list[Matrix] = []
+        self._projection: Projection | None = None
         self._arrays: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
         self._lock = threading.RLock()
+        self._lexical_files = LexicalFiles(root) if root is not None else None
+        self._projection_files = ProjectionFiles(root) if root is not None else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
             self._load()
@@ -132,18 +144,20 @@ class MessageIndex:
             ]
             if not fresh:
                 return
-            vectors = embed_matrix(self.embedder, [indexed_text(m) or " " for m, _ in fresh])
+            texts = [indexed_text(m) for m, _ in fresh]
+            vectors = embed_matrix(self.embedder, [text or " " for text in texts])
+            terms = [lexical_terms(text) for text in texts]
             if self.root is not None:
-                self._write(fresh, vectors)
-            for (message, topic_id), vector in zip(fresh, vectors, strict=True):
-                self._remember(message["id"], topic_id, message_time(message), message, vector)
+                self._write(fresh, vectors, terms)
+            for (message, topic_id), vector, document in zip(fresh, vectors, terms, strict=True):
+                self._remember(message["id"], topic_id, message_time(message), document, vector)
 
     def _remember(
         self,
         message_id: str,
         topic_id: str,
         time: float | None,
-        message: StoredMessage | None,
+        terms: tuple[str, ...],
         vector: Matrix,
     ) -> None:
         self._supersede(message_id)
@@ -151,7 +165,7 @@ class MessageIndex:
         self.ids.append(message_id)
         self._note_topic(topic_id)
         self.times.append(time)
-        self.lexical.add(lexical_terms(indexed_text(message)))
+        self.lexical.add(terms)
         self._rows.append(np.asarray(vector, dtype=np.float32).reshape(1, -1))
 
     def _supersede(self, message_id: str) -> None:
@@ -169,13 +183,25 @@ class MessageIndex:
             self.code_of[topic_id] = len(self.topic_names)
             self.topic_names.append(topic_id)
 
-    def _write(self, fresh: Sequence[tuple[StoredMessage, str]], vectors: Matrix) -> None:
-        assert self.root is not None
+    def _write(
+        self,
+        fresh: Sequence[tuple[StoredMessage, str]],
+        vectors: Matrix,
+        terms: Sequence[tuple[str, ...]],
+    ) -> None:
+        assert self.root is not None and self._lexical_files is not None
         meta_path = self.root / META_FILE
         if not meta_path.exists():
+            # A new index: files left by an interrupted reset would misalign its rows.
+            self._lexical_files.reset()
+            if self._projection_files is not None:
+                self._projection_files.reset()
             meta = {"dim": int(vectors.shape[1]), "embedder": embedder_name(self.embedder)}
             replace_durably(meta_path, json.dumps(meta).encode("utf-8"))
         append_durably(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
+        if self._projection is not None and self._projection_files is not None:
+            self._projection_files.append(self._projection.shadows_of(vectors))
+        self._lexical_files.append(terms)
         lines = "".join(
             json.dumps({"id": m["id"], "topic": t, "time": message_time(m)}) + "\n"
             for m, t in fresh
@@ -188,16 +214,31 @@ class MessageIndex:
         """All message vectors as one ``(n, d)`` float32 matrix (built once per growth)."""
         with self._lock:
             if self._rows:
-                parts = [self._vectors] if len(self._vectors) else []
-                self._vectors = np.concatenate([*parts, *self._rows]).astype(np.float32)
+                fresh = np.concatenate(self._rows).astype(np.float32)
                 self._rows = []
-            return self._vectors
+                needed = self._filled + len(fresh)
+                if len(self._vectors) < needed or self._vectors.shape[1] != fresh.shape[1]:
+                    grown = np.empty((max(needed, 2 * self._filled), fresh.shape[1]), np.float32)
+                    if self._filled:
+                        grown[: self._filled] = self._vectors[: self._filled]
+                    self._vectors = grown
+                # Views handed out earlier end at their own length: writing past it is safe.
+                self._vectors[self._filled : needed] = fresh
+                self._filled = needed
+            return self._vectors[: self._filled]
 
     def snapshot(self) -> Snapshot:
         """Everything a search reads, consistent with itself (later appends do not show)."""
         with self._lock:
             vectors = self.vectors()
             count = len(self.ids)
+            if count >= LARGE_INDEX:
+                if self._projection is None:
+                    self._projection = Projection.fitted(vectors)
+                    if self._projection_files is not None:
+                        self._projection_files.save(self._projection)
+                else:
+                    self._projection = self._projection.grown(vectors)
             if self._arrays is None or self._arrays[0] != count:
                 codes = np.fromiter((self.code_of[t] for t in self.topics), np.int64, count)
                 times = np.fromiter(
@@ -211,6 +252,7 @@ class MessageIndex:
                 times=self._arrays[2],
                 vectors=vectors,
                 lexical=self.lexical,
+                projection=self._projection if count >= LARGE_INDEX else None,
             )
 
     # ------------------------------------------------------------------------------ loading
@@ -242,33 +284,61 @@ class MessageIndex:
         rows = min(len(entries), len(raw) // row_bytes)
         if rows < len(entries) or rows * row_bytes < len(raw):
             log.warning("%s: cut to %d complete rows (crash during a write?)", self.root, rows)
-            _truncate(self.root / VECTORS_FILE, rows * row_bytes)
+            truncate_durably(self.root / VECTORS_FILE, rows * row_bytes)
             _rewrite_entries(self.root / ENTRIES_FILE, entries[:rows])
         matrix = np.frombuffer(raw[: rows * row_bytes], dtype=np.float16).reshape(rows, dim)
         self._vectors = matrix.astype(np.float32)
-        for entry in entries[:rows]:
-            self._supersede(entry["id"])
-            self.position[entry["id"]] = len(self.ids)
-            self.ids.append(entry["id"])
-            self._note_topic(entry["topic"])
-            self.times.append(entry["time"])
+        self._filled = rows
+        if rows >= LARGE_INDEX and self._projection_files is not None:
+            self._projection = self._projection_files.load(self._vectors)
+        assert self._lexical_files is not None
+        columns = self._lexical_files.load(rows)
+        # Documents the lexical files lack (an index from before them) are completed from
+        # the topic store's text by ``attach_lexical``.
+        self.lexical = BM25.from_columns(
+            columns.term_id, columns.term_ids, columns.frequencies, columns.pair_counts
+        )
+        kept = entries[:rows]
+        self.ids = [entry["id"] for entry in kept]
+        self.topics = [entry["topic"] for entry in kept]
+        self.times = [entry["time"] for entry in kept]
+        self.position = dict(zip(self.ids, range(rows), strict=True))
+        if len(self.position) < rows:
+            # An id indexed again under another topic: its earlier rows are superseded.
+            for row, message_id in enumerate(self.ids):
+                if self.position[message_id] != row:
+                    self.topics[row] = SUPERSEDED_GROUP
+        for topic_id in dict.fromkeys(self.topics):
+            self._note_topic(topic_id, append=False)
 
     def attach_lexical(self, store: TopicStore) -> None:
-        """Rebuild the lexical statistics from the topic store's text after opening.
+        """Complete the lexical statistics of indexed messages the lexical files lack.
 
-        Only terms are recomputed (a regex pass, no model): the embeddings are what is costly,
-        and those are read back from disk.
+        Only after a crash between the two writes, or once for an index from before the
+        lexical files: their terms are taken from the topic store's text (a regex pass, no
+        model) and written, so no later opening reads that text again.
         """
         with self._lock:
-            if not self.ids:
+            lacking = self.ids[self.lexical.count :]
+            if not lacking:
                 return
-            found = store.get_messages(self.ids)
-            self.lexical = BM25(lexical_terms(indexed_text(found.get(i))) for i in self.ids)
+            log.info("%s: completing the lexical index of %d messages", self.root, len(lacking))
+            found = store.get_messages(lacking)
+            terms = [lexical_terms(indexed_text(found.get(i))) for i in lacking]
+            if self._lexical_files is not None:
+                self._lexical_files.append(terms)
+            for document in terms:
+                self.lexical.add(document)
 
     def _reset_files(self) -> None:
         assert self.root is not None
         for name in (META_FILE, VECTORS_FILE, ENTRIES_FILE):
             (self.root / name).unlink(missing_ok=True)
+        if self._lexical_files is not None:
+            self._lexical_files.reset()
+        if self._projection_files is not None:
+            self._projection_files.reset()
+        self._projection = None
 
 
 def open_message_index(root: Path, embedder: Embedder, store: TopicStore) -> MessageIndex:
@@ -285,11 +355,22 @@ def open_message_index(root: Path, embedder: Embedder, store: TopicStore) -> Mes
         index._reset_files()
         index = MessageIndex(root, embedder)
     index.attach_lexical(store)
-    missing = [m for m in store.transcript() if m["id"] not in index.position]
-    if missing:
-        log.info("%s: indexing %d messages not yet indexed", root, len(missing))
+    missing_ids = [i for i in located if i not in index.position]
+    if missing_ids:
+        log.info("%s: indexing %d messages not yet indexed", root, len(missing_ids))
+        found = store.get_messages(missing_ids)
+        # Conversation order (time, then storing order) without reading every topic file.
+        order = {message_id: place for place, message_id in enumerate(missing_ids)}
+        missing = sorted(
+            found.values(),
+            key=lambda m: (_sortable_time(message_time(m)), order[m["id"]]),
+        )
         index.add(missing, [located[m["id"]] for m in missing])
     return index
+
+
+def _sortable_time(seconds: float | None) -> float:
+    return float("inf") if seconds is None else seconds
 
 
 class OverlayMessageIndex(MessageIndex):
@@ -322,8 +403,12 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _read_entries(path: Path) -> list[dict[str, Any]]:
+    raw = _read_bytes(path)
+    whole = _read_entries_at_once(raw)
+    if whole is not None:
+        return whole
     entries: list[dict[str, Any]] = []
-    for number, line in enumerate(_read_bytes(path).split(b"\n"), start=1):
+    for number, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -338,11 +423,26 @@ def _read_entries(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def _truncate(path: Path, size: int) -> None:
-    with path.open("r+b") as handle:
-        handle.truncate(size)
-        handle.flush()
-        os.fsync(handle.fileno())
+def _read_entries_at_once(raw: bytes) -> list[dict[str, Any]] | None:
+    """All entries in one parse (a line at a time is several times slower at 100,000 lines).
+
+    ``None`` when any line is not a well-formed entry: the line-by-line reader then finds it.
+    """
+    body = raw.rstrip(b"\n")
+    if not body:
+        return []
+    try:
+        records = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        return [
+            {
+                "id": str(r["id"]),
+                "topic": str(r["topic"]),
+                "time": float(r["time"]) if isinstance(r.get("time"), int | float) else None,
+            }
+            for r in records
+        ]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _rewrite_entries(path: Path, entries: Sequence[dict[str, Any]]) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, runtime_chec
 from langchain_core.messages import ToolCall
 
 from langgraph_topics.state.records import AssembledContext, StoredMessage, TopicStatus
+from langgraph_topics.summaries.card import SummaryCard
 
 if TYPE_CHECKING:
     from langgraph_topics.retrieval.evidence import Evidence
@@ -61,6 +62,8 @@ class TopicVerdict(TypedDict):
     summary: str
     reference_relevance: NotRequired[list[float]]
     """Relevance in [0, 1] of each referenced message, in the order of the ids (optional)."""
+    card: NotRequired[SummaryCard]
+    """The summary as a card citing message ids (optional: the node builds one when absent)."""
 
 
 class RoutedTopic(TypedDict):
@@ -81,6 +84,9 @@ class ResponderReply(TypedDict):
     """Calls of the application's own tools, recorded with the reply (``with_topic_memory``)."""
     message_id: NotRequired[str]
     """The id to record the reply under (a streamed reply keeps the id its chunks carried)."""
+    read_namespace: NotRequired[str | None]
+    """When set, the reply is discarded and the stored tool result of this reference is shown
+    in full in the next window (``read_namespace``; offered while ``namespace_refs`` is set)."""
 
 
 class Splitter(Protocol):
@@ -131,6 +137,17 @@ class BriefWriter(Protocol):
 
     def write(self, topic: TopicInfo, messages: Sequence[StoredMessage]) -> tuple[str, str]:
         """Return ``(name, brief)``; the brief is about 1 KB (seed 000 §4.6)."""
+        ...
+
+
+@runtime_checkable
+class CardBriefWriter(Protocol):
+    """A brief writer that also writes the brief as a card (seed 001 T3)."""
+
+    def write_with_card(
+        self, topic: TopicInfo, messages: Sequence[StoredMessage]
+    ) -> tuple[str, str, SummaryCard]:
+        """Return ``(name, brief, card)``: the card's text is the brief, its facts cite messages."""
         ...
 
 

@@ -12,6 +12,8 @@ from typing import Literal, NotRequired
 # typing.TypedDict.
 from typing_extensions import TypedDict
 
+from langgraph_topics.summaries.card import SummaryCard
+
 Role = Literal["user", "assistant", "tool", "system"]
 TopicStatus = Literal["active", "dormant", "archived"]
 
@@ -46,6 +48,9 @@ class TopicMeta(TypedDict):
     message_count: int
     file: str
     """Path of the topic's JSONL file, relative to the thread's data directory."""
+    brief_card: NotRequired[SummaryCard]
+    """The brief as a structured card citing its messages (seed 001 T3); topics briefed before
+    cards existed have none."""
 
 
 class TopicRecord(TypedDict):
@@ -78,6 +83,9 @@ class TopicResult(TypedDict):
     reference_relevance: NotRequired[list[float]]
     """Relevance in [0, 1] of each referenced message, aligned with the ids: what the
     assembler weighs quotes of different topics by."""
+    summary_card: NotRequired[SummaryCard]
+    """The summary as a structured card whose facts cite message ids (seed 001 T3); present
+    whenever ``summary`` is. The main window shows ``summary``, the card's ``text``."""
     round: int
     """Which pass of this turn produced it: 0 for the first fan-out, n for the n-th activation."""
 
@@ -89,6 +97,8 @@ class SectionTokens(TypedDict):
     topics: int
     unsplit: int
     recent: int
+    workflow: NotRequired[int]
+    """The workflow block on top of the system prompt (seed 001 T4), when the thread has one."""
 
 
 class TrimRecord(TypedDict):
@@ -101,6 +111,7 @@ class TrimRecord(TypedDict):
         "topic_result",
         "unsplit_message",
         "recent_truncated",
+        "workflow_block",
     ]
     id: str
     tokens: int
@@ -128,6 +139,11 @@ class AssembledContext(TypedDict):
     """The most valuable pieces that gave way to the budget (and shortened recent messages)."""
     given_way: NotRequired[int]
     """How many candidate pieces gave way in all."""
+    namespace_refs: NotRequired[list[str]]
+    """References of large tool results in the window that the responder may read this turn
+    (``read_namespace``); absent when there are none."""
+    namespace_read: NotRequired[list[str]]
+    """References shown in full in this window (read this turn); absent when none."""
 
 
 class TurnEvent(TypedDict):
@@ -161,6 +177,8 @@ class EstimateRecord(TypedDict):
     budget: int
     share: float
     split: bool
+    available: NotRequired[int]
+    """``budget - system`` when the split rule is seed 001's dynamic one."""
 
 
 class ThreadBefore(TypedDict):

@@ -22,6 +22,7 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.reducers import append_events, merge_topic_results
+from langgraph_topics.workflow.records import ActivePath
 
 Mode = Literal["chat", "import", "context", "assemble"]
 
@@ -35,6 +36,9 @@ class InputState(TypedDict):
     """``chat`` (default) answers; ``import`` records and splits only; ``context`` shows the
     window a question would get and leaves the thread as it was; ``assemble`` records the
     message and stops at the assembled window (the application's own model answers)."""
+    read_namespace: NotRequired[list[str] | None]
+    """References of stored tool results (``namespace://tool/…``) to show in full in this
+    turn's window, once (what an agent's ``read_namespace`` call asked for)."""
 
 
 class TopicState(InputState, total=False):
@@ -77,8 +81,15 @@ class TopicState(InputState, total=False):
     """Whether the index was searched this turn (the weak-results fallback runs once)."""
     clarify_topics: list[str]
     """Names of candidate topics when a recall cue found only ambiguous matches."""
+    namespace_reads: list[str]
+    """References the responder read this turn (shown in full in its next window only)."""
+    namespace_request: str | None
+    """A ``read_namespace`` call of the responder, waiting for the window to show it."""
     thread_before: ThreadBefore | None
     """Set by a context query: the thread as it was, restored when the query ends."""
+    workflow: ActivePath | None
+    """The active path of the thread's workflow (seed 001 T4), read at the start of a turn;
+    absent for a thread that never had a workflow."""
 
 
 class TopicWindowTask(TypedDict):

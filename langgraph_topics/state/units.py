@@ -8,8 +8,15 @@ request, and splitting a question from its answer loses what the answer was abou
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from langgraph_topics.state.records import StoredMessage
+
+if TYPE_CHECKING:
+    from langgraph_topics.stores.protocols import TopicStore
+
+_FIRST_REACH = 8
+_MAX_REACH = 4096
 
 
 def group_units(messages: Sequence[StoredMessage]) -> list[list[StoredMessage]]:
@@ -49,3 +56,26 @@ def split_point(messages: Sequence[StoredMessage], keep_last: int) -> int:
         position += len(unit)
         boundaries.append(position)
     return max(b for b in boundaries if b <= limit)
+
+
+def unit_in_store(store: TopicStore, message_id: str) -> list[StoredMessage]:
+    """The unit holding a stored message, read from its neighbourhood (``[]`` if unknown).
+
+    The same unit :func:`group_units` gives over the whole topic: from the last user message
+    at or before it to the next user message. Only the neighbourhood is read, widened while
+    the unit may reach past it, so the cost is the unit's size, not the topic's.
+    """
+    reach = _FIRST_REACH
+    while True:
+        run = store.neighbours(message_id, reach, reach)
+        place = next((i for i, m in enumerate(run) if m["id"] == message_id), None)
+        if place is None:
+            return []
+        start = next((i for i in range(place, -1, -1) if run[i]["role"] == "user"), None)
+        end = next((i for i in range(place + 1, len(run)) if run[i]["role"] == "user"), None)
+        # Clipped on a side only if that side found no boundary and was read to full reach.
+        open_before = start is None and place == reach
+        open_after = end is None and len(run) - 1 - place == reach
+        if not (open_before or open_after) or reach >= _MAX_REACH:
+            return run[start or 0 : len(run) if end is None else end]
+        reach *= 4

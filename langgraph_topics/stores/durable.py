@@ -59,3 +59,11 @@ def replace_durably(path: Path, data: bytes) -> None:
         os.fsync(handle.fileno())
     os.replace(scratch, path)
     fsync_directory(path.parent)
+
+
+def truncate_durably(path: Path, size: int) -> None:
+    """Cut a file back to ``size`` bytes (a torn or uncommitted tail) and flush it to disk."""
+    with path.open("r+b") as handle:
+        handle.truncate(size)
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.protocols import BranchedTopicStore, TopicIndex, TopicStore
 from langgraph_topics.stores.seq_ranges import SeqRanges
+from langgraph_topics.summaries.card import SummaryCard
 
 DRY_RUN_PREFIX = "topic-dry"
 """Ids of topics that exist only in a dry-run view."""
@@ -24,7 +25,7 @@ class OverlayTopicStore:
     def __init__(self, base: TopicStore) -> None:
         self.base = base
         self._new_metas: dict[str, TopicMeta] = {}
-        self._briefs: dict[str, tuple[str, str]] = {}
+        self._briefs: dict[str, tuple[str, str, SummaryCard | None]] = {}
         self._appended: dict[str, list[StoredMessage]] = {}
         self._located: dict[str, str] = {}
         self._ids = itertools.count(1)
@@ -58,14 +59,27 @@ class OverlayTopicStore:
         self._appended.setdefault(topic_id, []).extend(messages)
         self._located.update(dict.fromkeys(ids, topic_id))
 
-    def set_brief(self, topic_id: str, name: str, brief: str) -> None:
-        """Remember the new name and brief."""
-        self._briefs[topic_id] = (name, brief)
+    def set_brief(
+        self, topic_id: str, name: str, brief: str, *, card: SummaryCard | None = None
+    ) -> None:
+        """Remember the new name, brief and card."""
+        self._briefs[topic_id] = (name, brief, card)
 
     def messages(self, topic_id: str) -> list[StoredMessage]:
         """Base messages followed by the ones appended in this view."""
         base = [] if topic_id in self._new_metas else self.base.messages(topic_id)
         return [*base, *self._appended.get(topic_id, [])]
+
+    def neighbours(self, message_id: str, before: int, after: int) -> list[StoredMessage]:
+        """The message and its neighbours in its topic, this view's appends included."""
+        topic_id = self.locate(message_id)
+        if topic_id is None:
+            return []
+        if message_id not in self._located and topic_id not in self._appended:
+            return self.base.neighbours(message_id, before, after)
+        run = self.messages(topic_id)
+        place = next(i for i, m in enumerate(run) if m["id"] == message_id)
+        return run[max(0, place - before) : place + after + 1]
 
     def get_messages(self, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
         """Look up in this view, then in the base store."""
@@ -92,7 +106,10 @@ class OverlayTopicStore:
         """Metadata with this view's changes applied."""
         meta: TopicMeta = {**(self._new_metas.get(topic_id) or self.base.meta(topic_id))}
         if topic_id in self._briefs:
-            meta["name"], meta["brief"] = self._briefs[topic_id]
+            meta["name"], meta["brief"], card = self._briefs[topic_id]
+            meta.pop("brief_card", None)
+            if card is not None:
+                meta["brief_card"] = card
         meta["message_count"] += len(self._appended.get(topic_id, []))
         return meta
 

@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.seq_ranges import SeqRanges
+from langgraph_topics.summaries.card import SummaryCard
 
 
 class Embedder(Protocol):
@@ -34,8 +35,10 @@ class TopicStore(Protocol):
         """Append messages to a topic; ids already stored anywhere are rejected (ValueError)."""
         ...
 
-    def set_brief(self, topic_id: str, name: str, brief: str) -> None:
-        """Replace the topic's name and brief."""
+    def set_brief(
+        self, topic_id: str, name: str, brief: str, *, card: SummaryCard | None = None
+    ) -> None:
+        """Replace the topic's name and brief (and the brief's card, seed 001 T3)."""
         ...
 
     def messages(self, topic_id: str) -> list[StoredMessage]:
@@ -44,6 +47,14 @@ class TopicStore(Protocol):
 
     def get_messages(self, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
         """Look messages up by id across all topics; unknown ids are left out."""
+        ...
+
+    def neighbours(self, message_id: str, before: int, after: int) -> list[StoredMessage]:
+        """A stored message with up to ``before``/``after`` messages around it in its topic.
+
+        In order; ``[]`` for an unknown id. Reading a quote's unit costs its size, not its
+        topic's.
+        """
         ...
 
     def locate(self, message_id: str) -> str | None:

@@ -54,6 +54,12 @@ def contains(ranges: SeqRanges, seq: int) -> bool:
     return place >= 0 and ranges[place][0] <= seq < ranges[place][1]
 
 
+def covers(ranges: SeqRanges, low: int, high: int) -> bool:
+    """Whether every sequence number from ``low`` to ``high`` (inclusive) lies in the ranges."""
+    place = bisect_right(ranges, (low, float("inf"))) - 1
+    return place >= 0 and ranges[place][0] <= low and high < ranges[place][1]
+
+
 def as_state(ranges: SeqRanges) -> list[list[int]]:
     """The ranges as the checkpoint stores them (plain lists)."""
     return [[start, end] for start, end in ranges]

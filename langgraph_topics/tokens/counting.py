@@ -19,6 +19,9 @@ TokenCounter = Callable[[str], int]
 MESSAGE_OVERHEAD_TOKENS = 4
 """Per-message framing (role markers, separators) that chat templates add."""
 
+COUNT_CACHE_SIZE = 65_536
+"""Texts whose counts are remembered (a few turns of working set and prompt pieces)."""
+
 log = logging.getLogger(__name__)
 
 
@@ -53,6 +56,8 @@ def _encoding_counter(encoding_name: str) -> TokenCounter | None:
         )
         return None
 
+    # Every turn counts the working set again; its texts repeat, so their counts are kept.
+    @lru_cache(maxsize=COUNT_CACHE_SIZE)
     def count(text: str) -> int:
         return int(encoding.count(text))
 

@@ -9,11 +9,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_topics.prompts.loader import load_prompt
 from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
+from langgraph_topics.roles.llm.card_reply import check_summary, reply_card
 from langgraph_topics.roles.llm.escaping import escape_text, render_messages
 from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.xml_reply import ReplyFormatError, child_text, root_element
 from langgraph_topics.roles.protocols import BriefWriter, TopicInfo
 from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.summaries import SummaryCard
+from langgraph_topics.summaries.native import native_card
+from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import CallRecord
 
 ELEMENT = "topic_brief"
@@ -72,22 +76,31 @@ class LlmBriefWriter:
         fallback: The native brief writer.
         policy: Retries, prompt directory, language preference.
         brief_bytes: The brief's size, told to the model.
+        count_tokens: How the brief card's ``tokens_saved`` is counted.
     """
 
     def __init__(
-        self, model: BaseChatModel, fallback: BriefWriter, policy: CallPolicy, *, brief_bytes: int
+        self,
+        model: BaseChatModel,
+        fallback: BriefWriter,
+        policy: CallPolicy,
+        *,
+        brief_bytes: int,
+        count_tokens: TokenCounter | None = None,
     ) -> None:
         self.caller = ModelCaller("brief_writer", model, policy)
         self.fallback = fallback
         self.policy = policy
         self.brief_bytes = brief_bytes
+        self.count_tokens = count_tokens or default_token_counter()
 
     def messages(
         self, topic: TopicInfo, messages: Sequence[StoredMessage], language: str
     ) -> list[BaseMessage]:
         """The prompt: system prompt, the topic's messages, then its current name and brief."""
         system = load_prompt("brief_writer", language, self.policy.prompt_dir).render(
-            brief_bytes=self.brief_bytes
+            brief_bytes=self.brief_bytes,
+            summary_card=load_prompt("summary_card", language, self.policy.prompt_dir).render(),
         )
         body = load_prompt("brief_writer_input", language, self.policy.prompt_dir).render(
             messages=render_messages(newest_within(messages, INPUT_CHARS)),
@@ -98,11 +111,39 @@ class LlmBriefWriter:
 
     def write(self, topic: TopicInfo, messages: Sequence[StoredMessage]) -> tuple[str, str]:
         """Return ``(name, brief)``; the native writer serves when the model cannot."""
+        name, brief, _ = self.write_with_card(topic, messages)
+        return name, brief
+
+    def write_with_card(
+        self, topic: TopicInfo, messages: Sequence[StoredMessage]
+    ) -> tuple[str, str, SummaryCard]:
+        """Return ``(name, brief, card)``; the native writer serves when the model cannot.
+
+        The card is the model's ``<card>`` (checked against the messages it was shown), or a
+        native card of the messages when the reply has none or the native writer served.
+        """
         language = call_language(self.policy.language, messages)
         record = CallRecord("brief_writer", topic_id=topic["id"])
+        shown = newest_within(messages, INPUT_CHARS)
+        source_tokens = sum(self.count_tokens(m["content"]) for m in messages)
 
-        def parse(reply: AIMessage) -> tuple[str, str]:
-            return parse_brief(reply.text, self.brief_bytes)
+        def native(name: str, brief: str) -> SummaryCard:
+            return native_card(messages, brief, name=name, count_tokens=self.count_tokens)
+
+        def parse(reply: AIMessage) -> tuple[str, str, SummaryCard]:
+            name, brief = parse_brief(reply.text, self.brief_bytes)
+            check_summary(brief)
+            card = reply_card(
+                root_element(reply.text, ELEMENT),
+                summary=brief,
+                known_ids={m["id"] for m in shown},
+                tokens_saved=source_tokens - self.count_tokens(brief),
+            )
+            return name, brief, card or native(name, brief)
+
+        def fallback() -> tuple[str, str, SummaryCard]:
+            name, brief = self.fallback.write(topic, messages)
+            return name, brief, native(name, brief)
 
         return self.caller.guarded(
             record,
@@ -113,6 +154,6 @@ class LlmBriefWriter:
                 language=language,
                 record=record,
             ),
-            lambda: self.fallback.write(topic, messages),
+            fallback,
             fallback_on_failure=True,
         )

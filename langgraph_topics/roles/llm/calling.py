@@ -20,7 +20,7 @@ from langchain_core.runnables import Runnable
 from langgraph_topics.errors import first_line, mark_reported
 from langgraph_topics.prompts.loader import load_prompt
 from langgraph_topics.roles.llm.retries import Backoff
-from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
+from langgraph_topics.roles.llm.xml_reply import DegenerateReply, ReplyFormatError
 from langgraph_topics.settings import Settings
 from langgraph_topics.state.messages import text_of
 from langgraph_topics.tuning.role_stats import CallRecord, current_collector
@@ -141,7 +141,7 @@ class ModelCaller:
                 return parse(reply)
             except ReplyFormatError as error:
                 record.errors.append(f"format: {error}"[:300])
-                if attempt >= self.policy.format_retries:
+                if attempt >= self.policy.format_retries or isinstance(error, DegenerateReply):
                     raise
                 attempt += 1
                 record.format_retries += 1

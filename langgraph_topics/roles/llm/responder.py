@@ -1,4 +1,7 @@
-"""LLM responder (seed 000 §4.1 step 5, §6.2): strong model with the ``activate_topic`` tool."""
+"""LLM responder (seed 000 §4.1 step 5, §6.2): strong model with the ``activate_topic`` tool.
+
+While its window shows stored tool results it is offered ``read_namespace`` too (seed 001 T2).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, tool
 
+from langgraph_topics.namespace.tool import READ_NAMESPACE, READ_NAMESPACE_TOOL
 from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
 from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
@@ -58,15 +62,25 @@ def _as_chat_message(message: StoredMessage) -> BaseMessage:
     return HumanMessage(text)
 
 
-def parse_reply(reply: AIMessage, *, can_activate: bool, question: str) -> ResponderReply:
-    """A text, or an activation request when the model called ``activate_topic``.
+def parse_reply(
+    reply: AIMessage, *, can_activate: bool, question: str, can_read: bool = False
+) -> ResponderReply:
+    """A text, an activation request (``activate_topic``) or a read (``read_namespace``).
 
     Raises:
-        ReplyFormatError: An empty reply, or a call of a tool other than ``activate_topic``.
+        ReplyFormatError: An empty reply, or a call of a tool that was not offered.
     """
+    offered = ["activate_topic", *([READ_NAMESPACE] if can_read else [])]
     for call in reply.tool_calls:
-        if call["name"] != "activate_topic":
-            raise ReplyFormatError(f"unknown tool {call['name']!r}; only activate_topic exists")
+        if call["name"] not in offered:
+            raise ReplyFormatError(
+                f"unknown tool {call['name']!r}; only {' and '.join(offered)} can be called"
+            )
+        if call["name"] == READ_NAMESPACE:
+            reference = str((call.get("args") or {}).get("reference") or "").strip()
+            if not reference:
+                raise ReplyFormatError("read_namespace needs the reference, as shown")
+            return {"text": reply.text, "activate_query": None, "read_namespace": reference}
         if can_activate:
             args: dict[str, Any] = call.get("args") or {}
             query = str(args.get("query") or "").strip() or question
@@ -98,12 +112,21 @@ class LlmResponder:
         self.plain = ModelCaller("responder", model, policy)
         self.with_tool: ModelCaller | None = None
         """The caller offering ``activate_topic`` (None: the model cannot call tools)."""
+        self.with_read: ModelCaller | None = None
+        """The caller offering ``read_namespace`` (and ``activate_topic`` with it)."""
+        self.with_both: ModelCaller | None = None
         try:
             bound = model.bind_tools([ACTIVATE_TOPIC_TOOL])
         except NotImplementedError:
             _note_no_tools(self.plain.who)
         else:
             self.with_tool = ModelCaller("responder", bound, policy)
+            self.with_read = ModelCaller(
+                "responder", model.bind_tools([READ_NAMESPACE_TOOL]), policy
+            )
+            self.with_both = ModelCaller(
+                "responder", model.bind_tools([ACTIVATE_TOPIC_TOOL, READ_NAMESPACE_TOOL]), policy
+            )
 
     @property
     def offers_tool(self) -> bool:
@@ -113,13 +136,18 @@ class LlmResponder:
     def respond(self, context: AssembledContext, *, can_activate: bool) -> ResponderReply:
         """Answer, or ask for topic activation through the tool."""
         can_activate = can_activate and self.with_tool is not None
-        caller = self.with_tool if can_activate and self.with_tool is not None else self.plain
+        # read_namespace is offered only while the window shows references it can read, so a
+        # window without large tool results is sent exactly as before.
+        can_read = bool(context.get("namespace_refs")) and self.with_read is not None
+        caller = self._caller(can_activate, can_read)
         language = call_language(self.policy.language, context["messages"])
         question = _latest_user_text(context["messages"])
         record = CallRecord("responder")
 
         def parse(reply: AIMessage) -> ResponderReply:
-            return parse_reply(reply, can_activate=can_activate, question=question)
+            return parse_reply(
+                reply, can_activate=can_activate, question=question, can_read=can_read
+            )
 
         return caller.guarded(
             record,
@@ -134,6 +162,15 @@ class LlmResponder:
             lambda: self.fallback.respond(context, can_activate=can_activate),
             fallback_on_failure=False,
         )
+
+    def _caller(self, can_activate: bool, can_read: bool) -> ModelCaller:
+        """The caller offering the tools that can be used now."""
+        chosen = {
+            (True, True): self.with_both,
+            (True, False): self.with_tool,
+            (False, True): self.with_read,
+        }.get((can_activate, can_read))
+        return chosen or self.plain
 
 
 _NO_TOOLS_NOTED: set[str] = set()

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_topics.prompts.loader import load_prompt
 from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
+from langgraph_topics.roles.llm.card_reply import check_summary, reply_card
 from langgraph_topics.roles.llm.escaping import escape_text, render_messages
 from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.prefix_share import PrefixTracker
 from langgraph_topics.roles.llm.xml_reply import child_text, parse_score, root_element
 from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict, TopicWindow
 from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import CallRecord, current_collector
 
 ELEMENT = "topic_result"
@@ -40,6 +42,7 @@ def topic_window_messages(
         topic_summary=escape_text(topic["brief"]),
         topic_file=escape_text(topic["file"]),
         summary_chars=summary_chars,
+        summary_card=load_prompt("summary_card", language, policy.prompt_dir).render(),
     )
     body = load_prompt("topic_window_input", language, policy.prompt_dir).render(
         split_messages=render_messages(topic_messages),
@@ -48,12 +51,26 @@ def topic_window_messages(
     return [SystemMessage(system), HumanMessage(body)]
 
 
-def parse_verdict(reply: str, known_ids: set[str]) -> tuple[TopicVerdict, int]:
+def parse_verdict(
+    reply: str,
+    known_ids: set[str],
+    *,
+    citable_ids: Collection[str] | None = None,
+    saved_tokens: Callable[[str, list[str]], int] | None = None,
+) -> tuple[TopicVerdict, int]:
     """The verdict of a ``<topic_result>`` reply and how many unknown ids were dropped.
 
+    Args:
+        reply: The model's reply.
+        known_ids: The topic's message ids (what references may name).
+        citable_ids: What the summary card's facts may cite (the whole input); ``known_ids``
+            by default.
+        saved_tokens: ``(summary, referenced ids) -> tokens saved`` for the card; 0 without.
+
     Raises:
-        ReplyFormatError: No single closed ``<topic_result>``, or a score that is missing, not a
-            number or outside [0, 1] (rejected, not clamped).
+        ReplyFormatError: No single closed ``<topic_result>``, a score that is missing, not a
+            number or outside [0, 1] (rejected, not clamped), or a malformed ``<card>``.
+        DegenerateReply: A summary or card that loops or has empty or repeated facts.
     """
     body = root_element(reply, ELEMENT)
     score = parse_score(child_text(body, "relevance_score", required=True), "relevance_score")
@@ -63,7 +80,22 @@ def parse_verdict(reply: str, known_ids: set[str]) -> tuple[TopicVerdict, int]:
     kept = list(dict.fromkeys(t for t in tokens if t in known_ids))
     dropped = len([t for t in tokens if t not in known_ids and _looks_like_id(t)])
     summary = child_text(body, "summary") or ""
-    return {"relevance_score": score, "referenced_message_ids": kept, "summary": summary}, dropped
+    verdict: TopicVerdict = {
+        "relevance_score": score,
+        "referenced_message_ids": kept,
+        "summary": summary,
+    }
+    if summary:
+        check_summary(summary)
+        card = reply_card(
+            body,
+            summary=summary,
+            known_ids=known_ids if citable_ids is None else citable_ids,
+            tokens_saved=saved_tokens(summary, kept) if saved_tokens else 0,
+        )
+        if card is not None:
+            verdict["card"] = card
+    return verdict, dropped
 
 
 def _looks_like_id(token: str) -> bool:
@@ -80,6 +112,7 @@ class LlmTopicWindow:
         policy: Retries, prompt directory, language preference.
         summary_chars: The summary's soft limit, told to the model.
         prefixes: Tracker of each topic's previous prompt (prefix share per call).
+        count_tokens: How a summary card's ``tokens_saved`` is counted.
     """
 
     def __init__(
@@ -90,12 +123,14 @@ class LlmTopicWindow:
         *,
         summary_chars: int = 2000,
         prefixes: PrefixTracker | None = None,
+        count_tokens: TokenCounter | None = None,
     ) -> None:
         self.caller = ModelCaller("topic_window", model, policy)
         self.fallback = fallback
         self.policy = policy
         self.summary_chars = summary_chars
         self.prefixes = prefixes or PrefixTracker()
+        self.count_tokens = count_tokens or default_token_counter()
 
     def evaluate(
         self,
@@ -124,9 +159,20 @@ class LlmTopicWindow:
             (thread_id, topic["id"]), "\n\n".join(str(m.content) for m in messages)
         )
         known = {m["id"] for m in topic_messages}
+        citable = known | {m["id"] for m in unsplit}
+
+        def saved_tokens(summary: str, quoted: list[str]) -> int:
+            # The summary stands in for the topic's messages the main window does not quote.
+            skipped = set(quoted)
+            rest = sum(
+                self.count_tokens(m["content"]) for m in topic_messages if m["id"] not in skipped
+            )
+            return rest - self.count_tokens(summary)
 
         def parse(reply: AIMessage) -> TopicVerdict:
-            verdict, dropped = parse_verdict(reply.text, known)
+            verdict, dropped = parse_verdict(
+                reply.text, known, citable_ids=citable, saved_tokens=saved_tokens
+            )
             record.dropped_ids += dropped
             return verdict
 

@@ -16,6 +16,14 @@ class ReplyFormatError(ValueError):
     """A model reply that does not follow the required format (the message says why)."""
 
 
+class DegenerateReply(ReplyFormatError):
+    """A well-formed reply whose summary loops or whose card has empty or repeated facts.
+
+    Not asked again (a model caught in a loop tends to loop again): the native back end serves
+    the call at once (seed 001 T3).
+    """
+
+
 _ATTRIBUTE = re.compile(r"""([A-Za-z_][\w.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from langgraph_topics.keywords import extract_keywords, missing_terms
+from langgraph_topics.namespace.reference import find_references
 from langgraph_topics.roles.native.text import clip, is_chinese, message_text, split_sentences
 from langgraph_topics.roles.protocols import ResponderReply
 from langgraph_topics.state.records import AssembledContext, StoredMessage
@@ -49,10 +50,31 @@ class NativeResponder:
         earlier = [*referenced, *(m for i, m in enumerate(messages) if i != newest)]
         chinese = is_chinese([question]) if question else is_chinese(m["content"] for m in earlier)
         text = self._answer(question, earlier, chinese=chinese)
+        reference = self._reference_to_read(question, earlier, context)
+        if reference is not None:
+            return {"text": text, "activate_query": None, "read_namespace": reference}
         activate = None
         if can_activate and question and self._lacks_background(question, earlier, context):
             activate = question
         return {"text": text, "activate_query": activate}
+
+    def _reference_to_read(
+        self, question: str, earlier: Sequence[StoredMessage], context: AssembledContext
+    ) -> str | None:
+        """A stored tool result to read first, or None.
+
+        The one the question names, else the newest one when the window lacks the question's
+        terms (its full text may hold them).
+        """
+        readable = context.get("namespace_refs") or []
+        if not readable or not question:
+            return None
+        named = [r for r in find_references(question) if r in readable]
+        if named:
+            return named[0]
+        if self._lacks_background(question, earlier, context):
+            return readable[-1]
+        return None
 
     def _answer(self, question: str, earlier: Sequence[StoredMessage], *, chinese: bool) -> str:
         keywords = set(extract_keywords(question))

@@ -33,6 +33,9 @@ from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.units import group_units
 from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.summaries import SummaryCard
+from langgraph_topics.summaries.native import native_card
+from langgraph_topics.tokens import TokenCounter, default_token_counter
 
 if TYPE_CHECKING:
     from langgraph_topics.retrieval.evidence import Evidence
@@ -84,6 +87,7 @@ class NativeTopicWindow:
         tail_messages: How many recent messages besides the newest user message form the tail.
         keyword_weight: Weight of the keyword overlap added to a message's cosine similarity.
         cache_size: Most message embeddings kept in memory.
+        count_tokens: How a summary card's ``tokens_saved`` is counted.
     """
 
     def __init__(
@@ -97,8 +101,10 @@ class NativeTopicWindow:
         tail_messages: int = 6,
         keyword_weight: float = 0.1,
         cache_size: int = 50_000,
+        count_tokens: TokenCounter | None = None,
     ) -> None:
         self.embedder = embedder
+        self.count_tokens = count_tokens or default_token_counter()
         self.reference_threshold = reference_threshold
         self.max_references = max_references
         self.summary_chars = summary_chars
@@ -160,10 +166,12 @@ class NativeTopicWindow:
         # repeats crowded the quotes themselves out). The summary covers what is not quoted.
         quoted = set(references)
         rest = [m for m in relevant[: 2 * self.max_references] if m["id"] not in quoted]
+        summary = self._summary(topic, rest, query, topic_messages)
         return {
             "relevance_score": score,
             "referenced_message_ids": references,
-            "summary": self._summary(topic, rest, query, topic_messages),
+            "summary": summary,
+            "card": self._card(topic, topic_messages, references, rest, summary),
         }
 
     def evaluate_with_evidence(
@@ -209,12 +217,35 @@ class NativeTopicWindow:
             chinese=is_chinese([evidence.query]),
         )
         rest = [by_id[i] for i in ranked[self.max_references : 2 * self.max_references]]
+        summary = self._summary(topic, rest, query, topic_messages)
         return {
             "relevance_score": score,
             "referenced_message_ids": references,
             "reference_relevance": [round(evidence.relevance_of(i), 4) for i in references],
-            "summary": self._summary(topic, rest, query, topic_messages),
+            "summary": summary,
+            "card": self._card(topic, topic_messages, references, rest, summary),
         }
+
+    def _card(
+        self,
+        topic: TopicInfo,
+        topic_messages: Sequence[StoredMessage],
+        references: Sequence[str],
+        rest: Sequence[StoredMessage],
+        summary: str,
+    ) -> SummaryCard:
+        """The summary's card: facts of the messages read as relevant, in conversation order.
+
+        The summary stands for ``rest`` only: the referenced messages are quoted verbatim.
+        """
+        read = set(references) | {m["id"] for m in rest}
+        return native_card(
+            [m for m in topic_messages if m["id"] in read],
+            summary,
+            name=topic["name"] or topic["id"],
+            count_tokens=self.count_tokens,
+            summarised=rest,
+        )
 
     def _query(self, unsplit: Sequence[StoredMessage]) -> _Query | None:
         texts = [(m, message_text(m)) for m in unsplit]

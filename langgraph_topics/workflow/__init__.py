@@ -1,0 +1,40 @@
+"""Workflow-DAG injection (seed 001 T4): what a thread's workflow is, and how the window shows it.
+
+A thread may run inside a workflow. Its source is either a DAG the application gives
+(``TopicMemory.set_workflow(thread, dag)``, kept in the data directory) or a LangGraph graph
+and one of its threads (``LangGraphWorkflow``, in memory). At the start of every turn the
+``inject_workflow`` node loads it and keeps its active path (root to current step, then two
+levels of successors, with statuses, output summaries and counts); the assembler renders that
+at the top of the system prompt, within the budget.
+"""
+
+from langgraph_topics.workflow.active_path import active_path
+from langgraph_topics.workflow.langgraph_source import LangGraphWorkflow
+from langgraph_topics.workflow.protocol import WorkflowSource, WorkflowUnavailable
+from langgraph_topics.workflow.records import (
+    ActivePath,
+    NodeStatus,
+    PathNode,
+    WorkflowCounts,
+    WorkflowDag,
+    WorkflowNode,
+)
+from langgraph_topics.workflow.stored import StoredWorkflow, workflow_file
+from langgraph_topics.workflow.validation import parse_dag, read_dag_file
+
+__all__ = [
+    "ActivePath",
+    "LangGraphWorkflow",
+    "NodeStatus",
+    "PathNode",
+    "StoredWorkflow",
+    "WorkflowCounts",
+    "WorkflowDag",
+    "WorkflowNode",
+    "WorkflowSource",
+    "WorkflowUnavailable",
+    "active_path",
+    "parse_dag",
+    "read_dag_file",
+    "workflow_file",
+]

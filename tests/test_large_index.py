@@ -1,0 +1,96 @@
+"""Searching a large thread: an approximate first pass, then exact scores where they count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from langgraph_topics.bench.fakes import HashEmbedder
+from langgraph_topics.bench.search import synthetic_messages
+from langgraph_topics.retrieval import message_index
+from langgraph_topics.retrieval.evidence import EvidenceScorer
+from langgraph_topics.retrieval.message_index import MessageIndex
+from langgraph_topics.retrieval.projection import (
+    LARGE_INDEX,
+    PROJECTED_DIMENSIONS,
+    SHADOWS_FILE,
+    Projection,
+)
+
+QUERIES = [f"kyoto train budget wedding {n}" for n in range(6)] + ["guitar lesson", "passport"]
+
+
+@pytest.fixture(scope="module")
+def large_index() -> MessageIndex:
+    messages = synthetic_messages(LARGE_INDEX + 5_000)
+    index = MessageIndex(None, HashEmbedder(512))
+    for start in range(0, len(messages), 5_000):
+        chunk = messages[start : start + 5_000]
+        index.add(chunk, [f"topic-{(start + i) // 1_000}" for i in range(len(chunk))])
+    return index
+
+
+def test_the_two_pass_search_finds_what_the_exact_one_finds(
+    large_index: MessageIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unsplit = [{**m, "id": f"u{i}"} for i, m in enumerate(synthetic_messages(30, seed=3))]
+    two_pass = EvidenceScorer(large_index.embedder)
+    assert large_index.snapshot().projection is not None
+    approximate = [two_pass.score(large_index, q, unsplit) for q in QUERIES]
+
+    monkeypatch.setattr(message_index, "LARGE_INDEX", 10**9)
+    assert large_index.snapshot().projection is None
+    exact_scorer = EvidenceScorer(large_index.embedder)
+    exact = [exact_scorer.score(large_index, q, unsplit) for q in QUERIES]
+
+    for fast, slow in zip(approximate, exact, strict=True):
+        assert fast.top(1) == slow.top(1)
+        assert len(set(fast.top(20)) & set(slow.top(20))) >= 18
+        best = slow.top(50)
+        assert np.corrcoef(fast.score[best], slow.score[best])[0, 1] > 0.95
+        # Unsplit messages are always scored exactly, with the same standardisation.
+        unsplit_positions = [slow.position[m["id"]] for m in unsplit]
+        assert np.allclose(fast.score[unsplit_positions], slow.score[unsplit_positions], atol=0.25)
+
+
+def test_the_projection_follows_the_index_as_it_grows(large_index: MessageIndex) -> None:
+    first = large_index.snapshot().projection
+    assert first is not None and len(first.shadows) == len(large_index)
+    more = synthetic_messages(100, seed=9)
+    large_index.add([{**m, "id": f"late{i}"} for i, m in enumerate(more)], ["late"] * 100)
+    grown = large_index.snapshot().projection
+    assert grown is not None and len(grown.shadows) == len(large_index)
+    assert grown.axes is first.axes  # the same axes: earlier shadows stay valid
+    assert np.allclose(grown.shadows[: len(first.shadows)], first.shadows)
+
+
+def test_a_large_index_reopens_without_fitting_or_projecting_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    messages = synthetic_messages(LARGE_INDEX + 1_000)
+    index = MessageIndex(tmp_path, HashEmbedder(512))
+    index.add(messages[:LARGE_INDEX], ["a"] * LARGE_INDEX)
+    fitted = index.snapshot().projection  # fitted now, and saved
+    assert fitted is not None
+    index.add(messages[LARGE_INDEX:], ["b"] * 1_000)  # shadows appended with the vectors
+    shadow_bytes = (LARGE_INDEX + 1_000) * PROJECTED_DIMENSIONS * 2
+    assert (tmp_path / SHADOWS_FILE).stat().st_size == shadow_bytes
+
+    # A crash after the vectors of the last write, before its shadows.
+    with (tmp_path / SHADOWS_FILE).open("r+b") as handle:
+        handle.truncate(shadow_bytes - 300 * PROJECTED_DIMENSIONS * 2 - 5)
+
+    def refit(vectors: object) -> Projection:
+        raise AssertionError("the saved axes should have been used")
+
+    monkeypatch.setattr(Projection, "fitted", classmethod(lambda cls, vectors: refit(vectors)))
+    reopened = MessageIndex(tmp_path, HashEmbedder(512))
+    projection = reopened.snapshot().projection
+    assert projection is not None
+    assert np.allclose(projection.axes, fitted.axes)
+    grown = index.snapshot().projection
+    assert grown is not None
+    assert np.allclose(projection.shadows, grown.shadows, atol=2e-2)  # float16 on disk
+    assert (tmp_path / SHADOWS_FILE).stat().st_size == shadow_bytes  # the lost tail rewritten
