@@ -94,3 +94,8 @@ def test_a_large_index_reopens_without_fitting_or_projecting_again(
     assert grown is not None
     assert np.allclose(projection.shadows, grown.shadows, atol=2e-2)  # float16 on disk
     assert (tmp_path / SHADOWS_FILE).stat().st_size == shadow_bytes  # the lost tail rewritten
+    # Read back from float16, searches find what they found.
+    query = "kyoto train budget wedding"
+    before = EvidenceScorer(index.embedder).score(index, query, [])
+    after = EvidenceScorer(reopened.embedder).score(reopened, query, [])
+    assert len(set(before.top(20)) & set(after.top(20))) >= 18
