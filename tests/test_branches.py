@@ -10,7 +10,7 @@ from conftest import MemoryFactory
 from conversations import subject_records
 from langchain_core.messages import HumanMessage
 
-from langgraph_topics import TopicMemory
+from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.errors import InputError
 from langgraph_topics.retrieval.message_index import SUPERSEDED_GROUP, MessageIndex
@@ -249,3 +249,31 @@ def test_a_checkpoint_whose_topics_are_in_another_data_dir_degrades_instead_of_c
     )
     assert result["messages"][-1].type == "ai"
     assert any("unknown topic" in e["detail"] for e in result["events"])
+
+
+def test_a_dormant_topic_whose_file_is_gone_is_not_activated_and_the_turn_goes_on(
+    make_memory: MemoryFactory,
+) -> None:
+    memory = make_memory(budget=500)
+    memory.import_messages("t", subject_records(["stocks", "kyoto", "sourdough", "fitness"]))
+    topics = memory.state("t")["topics"]
+    assert topics
+    # Every topic dormant, so that a recall cue searches them all; then one file goes away.
+    dormant = {i: {**record, "status": "dormant"} for i, record in topics.items()}
+    memory.graph.update_state(memory._config("t"), {"topics": dormant}, as_node="bookkeeping")
+    stores = memory.services.stores("t")
+    gone = next(iter(dormant))
+    for path in stores.topic_store.root.glob(f"topics/{gone}.*"):  # type: ignore[attr-defined]
+        path.unlink()
+    data_dir = memory.settings.data_dir
+    memory.close()
+
+    name = dormant[gone]["name"]
+    with TopicMemory(settings=Settings(data_dir=data_dir, budget_tokens=500)) as reopened:
+        result = reopened.run_turn(
+            "t",
+            {"messages": [HumanMessage(f"You forgot what we said about {name}?")], "mode": "chat"},
+        )
+    assert result["messages"][-1].type == "ai"
+    assert gone not in {i for i, t in result["topics"].items() if t["status"] == "active"}
+    assert any(gone in e.get("topic_ids", []) for e in result["events"])

@@ -70,10 +70,17 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         if topic_id in dormant:
             similarity[topic_id] = max(score, similarity.get(topic_id, 0.0))
     ranked_ids = sorted(similarity, key=lambda t: -similarity[t])[:k]
-    candidates: list[tuple[TopicInfo, float]] = [
-        (topic_info(stores.topic_store, topic_id, "dormant"), similarity[topic_id])
-        for topic_id in ranked_ids
-    ]
+    candidates: list[tuple[TopicInfo, float]] = []
+    missing: list[str] = []
+    for topic_id in ranked_ids:
+        try:
+            candidates.append(
+                (topic_info(stores.topic_store, topic_id, "dormant"), similarity[topic_id])
+            )
+        except KeyError:
+            # Registered and indexed, but its file is gone (removed by hand, another data
+            # directory): it cannot be read, so it is not offered; the turn goes on.
+            missing.append(topic_id)
     kind = "deep" if request["deep"] else "normal"
     events: list[TurnEvent] = [
         {
@@ -82,6 +89,15 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             "detail": f"{len(candidates)} dormant candidates, {kind} search",
         }
     ]
+    if missing:
+        log.warning("topics %s are not in the topic store; not activated", ", ".join(missing))
+        events.append(
+            {
+                "kind": "degraded",
+                "topic_ids": missing,
+                "detail": "unknown topic: not in this data directory's topic store",
+            }
+        )
     try:
         routed = services.roles.index_router.route(
             request["query"], candidates, deep=request["deep"]
