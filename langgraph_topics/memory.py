@@ -263,7 +263,7 @@ class TopicMemory:
         Those are what the next input would drop: a saved input (its message) or the steps of
         a turn that failed. A checkpoint taken between two steps (per-step durability) holds
         its messages in its values already, so nothing of it can be lost; it is not looked
-        for, which keeps this to one checkpoint read on every turn.
+        for, which keeps this to two index rows of the checkpoint database on every turn.
         """
         return has_pending_writes(self.checkpointer, check_thread_id(thread_id))
 

@@ -42,11 +42,6 @@ def measure_fanout(
         data_dir=work, budget_tokens=8000, roles=roles, embedder=HashEmbedder()
     ) as memory:
         seed_thread(memory, "t", history=30 + 10 * topics, topics=topics, active=topics)
-        config: dict[str, Any] = {
-            "configurable": {"thread_id": "t"},
-            "recursion_limit": 100,
-            "max_concurrency": max_concurrency,
-        }
         seconds: list[float] = []
         for number in range(turns):
             payload = {
@@ -58,9 +53,14 @@ def measure_fanout(
                 # The product's own path and defaults (its max_concurrency, its durability).
                 memory.run_turn("t", payload)
             else:
+                capped = {
+                    "configurable": {"thread_id": "t"},
+                    "recursion_limit": 100,
+                    "max_concurrency": max_concurrency,
+                }
                 memory.graph.invoke(
                     cast(Any, payload),
-                    cast(RunnableConfig, config),
+                    cast(RunnableConfig, capped),
                     context=TopicContext(services=memory.services),
                 )
             seconds.append(time.perf_counter() - started)

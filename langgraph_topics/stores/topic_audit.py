@@ -10,8 +10,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from langgraph_topics.stores.jsonl_lines import decode_line
 from langgraph_topics.stores.seq_ranges import SeqRanges, contains
-from langgraph_topics.stores.topic_store import TOPICS_DIR, decode_line
+from langgraph_topics.stores.topic_store import TOPICS_DIR
 
 _ID_IN_DAMAGED_LINE = re.compile(rb'"id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 

@@ -33,6 +33,7 @@ from typing import Any, cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.durable import append_durably, fsync_directory, truncate_durably
+from langgraph_topics.stores.jsonl_lines import decode_line, decode_lines
 from langgraph_topics.stores.seq_ranges import (
     SeqRanges,
     contains,
@@ -161,7 +162,7 @@ def _parse_file(path: Path, *, repair: bool, start: int = 0, first_line: int = 1
     lines = raw.split(b"\n")
     tail = lines.pop()  # empty when the file ends with a newline, as it should
     parsed = _FileLines(
-        _decode_lines(lines, first_line),
+        decode_lines(lines, first_line),
         end=start + len(raw) - len(tail),
         lines=first_line - 1 + len(lines),
     )
@@ -243,35 +244,6 @@ def _message_line(record: dict[str, Any]) -> MessageLine | None:
         stored_at=stored_at,
         day=_day(record.get("timestamp")) or _day(stored_at),
     )
-
-
-def _decode_lines(lines: list[bytes], first_line: int) -> list[tuple[int, dict[str, Any] | None]]:
-    """The non-blank lines, numbered, each as a JSON object or None (see :func:`decode_line`).
-
-    Parsed as one JSON array when every line is a well-formed object (a 10,000-message topic
-    in a little over half the time of a parse per line); line by line otherwise, to find which.
-    """
-    numbered = [(number, line) for number, line in enumerate(lines, first_line) if line.strip()]
-    try:
-        records = json.loads(b"[" + b",".join(line for _, line in numbered) + b"]")
-    except ValueError:  # UnicodeDecodeError included
-        records = None
-    if (
-        isinstance(records, list)
-        and len(records) == len(numbered)
-        and all(isinstance(record, dict) for record in records)
-    ):
-        return [(number, record) for (number, _), record in zip(numbered, records, strict=True)]
-    return [(number, decode_line(line)) for number, line in numbered]
-
-
-def decode_line(line: bytes) -> dict[str, Any] | None:
-    """One JSONL line as a JSON object, or None when it is not one (damaged, torn, other)."""
-    try:
-        record = json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def _message_from_record(record: dict[str, Any]) -> StoredMessage | None:

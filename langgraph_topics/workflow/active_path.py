@@ -26,7 +26,7 @@ def topological_order(dag: WorkflowDag) -> list[str]:
     """Node ids in an order where every edge points forward (given order breaks ties)."""
     position = {node["id"]: place for place, node in enumerate(dag["nodes"])}
     waiting = {node_id: 0 for node_id in position}
-    children = _children(dag)
+    children = _neighbours(dag, upstream=False)
     for _, target in dag["edges"]:
         waiting[target] += 1
     ready = [node_id for node_id in position if waiting[node_id] == 0]
@@ -42,24 +42,18 @@ def topological_order(dag: WorkflowDag) -> list[str]:
     return order
 
 
-def _children(dag: WorkflowDag) -> dict[str, list[str]]:
+def _neighbours(dag: WorkflowDag, *, upstream: bool) -> dict[str, list[str]]:
+    """Each step's successors (or, ``upstream``, predecessors), in the DAG's node order."""
     position = {node["id"]: place for place, node in enumerate(dag["nodes"])}
-    children: dict[str, list[str]] = {node_id: [] for node_id in position}
+    linked: dict[str, list[str]] = {node_id: [] for node_id in position}
     for source, target in dag["edges"]:
-        children[source].append(target)
-    for listed in children.values():
+        if upstream:
+            linked[target].append(source)
+        else:
+            linked[source].append(target)
+    for listed in linked.values():
         listed.sort(key=position.__getitem__)
-    return children
-
-
-def _parents(dag: WorkflowDag) -> dict[str, list[str]]:
-    position = {node["id"]: place for place, node in enumerate(dag["nodes"])}
-    parents: dict[str, list[str]] = {node_id: [] for node_id in position}
-    for source, target in dag["edges"]:
-        parents[target].append(source)
-    for listed in parents.values():
-        listed.sort(key=position.__getitem__)
-    return parents
+    return linked
 
 
 def count_statuses(nodes: Sequence[WorkflowNode]) -> WorkflowCounts:
@@ -106,8 +100,8 @@ def _path_node(node: WorkflowNode, level: int) -> PathNode:
 def active_path(dag: WorkflowDag) -> ActivePath:
     """The root-to-current path and two levels of successors, with the whole DAG's counts."""
     nodes = {node["id"]: node for node in dag["nodes"]}
-    parents = _parents(dag)
-    children = _children(dag)
+    parents = _neighbours(dag, upstream=True)
+    children = _neighbours(dag, upstream=False)
     order = topological_order(dag)
     current = current_step(order, nodes, parents)
     path: list[PathNode] = []
