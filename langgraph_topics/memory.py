@@ -12,6 +12,7 @@ from typing import Any, NotRequired, TypedDict, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Durability
 
 from langgraph_topics.checks import (
@@ -40,14 +41,22 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
+from langgraph_topics.stores.advisory_locks import AdvisoryThreadLocks
+from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, stored_head
 from langgraph_topics.stores.checkpoint_retention import prune_checkpoints
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.pending_writes import has_pending_writes
+from langgraph_topics.stores.postgres_profile import (
+    PostgresProfile,
+    open_postgres_profile,
+    redacted,
+)
 from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.stores.store_audit import audit_store_records
 from langgraph_topics.stores.topic_audit import audit_topic_files
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
 from langgraph_topics.thread_ids import check_thread_id
-from langgraph_topics.thread_locks import ThreadLocks
+from langgraph_topics.thread_locks import ThreadLocking, ThreadLocks
 from langgraph_topics.tokens import TokenCounter
 from langgraph_topics.workflow import (
     StoredWorkflow,
@@ -115,6 +124,11 @@ def _import_turns(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
 class TopicMemory:
     """A conversation memory that splits into topics behind the scenes and never forgets.
 
+    ``Settings.store`` chooses where threads live: ``embedded`` (files and SQLite under the
+    data directory, one machine) or ``postgres`` (checkpoints and topics in the database of
+    ``Settings.postgres_uri``, shared by every worker; the memory owns the connection pool
+    and ``close`` closes it).
+
     Example:
         >>> memory = TopicMemory(data_dir="./memory", budget_tokens=4000)  # doctest: +SKIP
         >>> memory.chat("alice", "Let's plan the trip to Kyoto")  # doctest: +SKIP
@@ -134,9 +148,12 @@ class TopicMemory:
     ) -> None:
         self.keep_checkpoints = keep_checkpoints
         """Checkpoints each thread keeps (older ones are deleted after every turn; 0 keeps all)."""
+        self._profile: PostgresProfile | None = None
+        """The ``postgres`` profile's pool, saver and store (None: embedded)."""
         if services is not None:  # fully wired by the caller: its settings rule
             self.services = services
             self.settings = services.settings
+            self._profile = self._open_profile()
         else:
             overrides: dict[str, Any] = {}
             if data_dir is not None:
@@ -144,20 +161,63 @@ class TopicMemory:
             if budget_tokens is not None:
                 overrides["budget_tokens"] = budget_tokens
             self.settings = replace(settings or Settings(), **overrides)
-            self.services = TopicServices.open(
-                self.settings, roles=roles, embedder=embedder, token_counter=token_counter
-            )
+            self._profile = self._open_profile()
+            try:
+                self.services = TopicServices.open(
+                    self.settings,
+                    roles=roles,
+                    embedder=embedder,
+                    token_counter=token_counter,
+                    shared_store=self._profile.store if self._profile else None,
+                )
+            except BaseException:
+                if self._profile is not None:
+                    self._profile.close()
+                raise
         Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
-        self.checkpointer = open_sqlite_checkpointer(
-            Path(self.settings.data_dir) / "checkpoints.sqlite"
-        )
+        self.checkpointer: BaseCheckpointSaver[Any]
+        self._locks: ThreadLocking
+        if self._profile is None:
+            self.checkpointer = open_sqlite_checkpointer(
+                Path(self.settings.data_dir) / "checkpoints.sqlite"
+            )
+            self._locks = ThreadLocks(self.services, self.settings.lock_timeout_seconds)
+        else:
+            self.checkpointer = self._profile.saver
+            self._locks = AdvisoryThreadLocks(
+                self.services,
+                self.settings.lock_timeout_seconds,
+                self._profile.uri,
+                head_of=self._shared_head,
+            )
         self.graph = build_graph(self.checkpointer)
         self._replay_graph = build_graph(full_input=True)
-        self._locks = ThreadLocks(self.services, self.settings.lock_timeout_seconds)
+
+    def _open_profile(self) -> PostgresProfile | None:
+        """The ``postgres`` profile's database, opened (None for the embedded profile)."""
+        if self.settings.store != "postgres":
+            return None
+        return open_postgres_profile(cast(str, self.settings.postgres_uri))
+
+    def _shared_head(self, thread_id: str) -> int:
+        """The shared topic store's high-water sequence number of a thread (0: none)."""
+        assert self._profile is not None
+        return stored_head(self._profile.store, thread_id)
+
+    @property
+    def location(self) -> str:
+        """Where the threads live, for messages: the data directory or the database."""
+        if self._profile is not None:
+            return redacted(self._profile.uri)
+        return str(self.settings.data_dir)
 
     def close(self) -> None:
-        """Close the checkpoint database (the topic files need no closing)."""
-        self.checkpointer.conn.close()
+        """Close the checkpoint database or the pool (the topic files need no closing)."""
+        self._locks.close()
+        if self._profile is not None:
+            self._profile.close()
+        else:
+            cast(Any, self.checkpointer).conn.close()
 
     def __enter__(self) -> TopicMemory:
         return self
@@ -526,7 +586,7 @@ class TopicMemory:
         ids = fact_message_ids(fact)
         thread_id = check_thread_id(thread_id)
         if not self.exists(thread_id):
-            raise InputError(f"no thread {thread_id!r} in {self.settings.data_dir}")
+            raise InputError(f"no thread {thread_id!r} in {self.location}")
         with self._locks.files(thread_id):
             values = self.state(thread_id)
             store = self.services.branch_stores(thread_id, values).topic_store
@@ -542,6 +602,8 @@ class TopicMemory:
         thread_id = check_thread_id(thread_id)
         if self.checkpointer.get_tuple(self._config(thread_id)) is not None:
             return True
+        if self._profile is not None:  # topics a crash left before the first checkpoint
+            return self._shared_head(thread_id) > 0
         return thread_directory(Path(self.settings.data_dir), thread_id).is_dir()
 
     def check(self, thread_id: str, checkpoint_id: str | None = None) -> CheckReport:
@@ -562,7 +624,7 @@ class TopicMemory:
         """
         thread_id = check_thread_id(thread_id)
         if not self.exists(thread_id):
-            raise InputError(f"no thread {thread_id!r} in {self.settings.data_dir}")
+            raise InputError(f"no thread {thread_id!r} in {self.location}")
         report = CheckReport()
         with self._locks.files(thread_id):
             values = self.state(thread_id, checkpoint_id)
@@ -570,6 +632,8 @@ class TopicMemory:
             root = thread_directory(Path(self.settings.data_dir), thread_id)
             audit = audit_topic_files(root, ranges)  # before the store cuts torn lines
             store = self.services.stores(thread_id, ranges).topic_store
+            if isinstance(store, BaseStoreTopicStore):  # no files: the shared store's records
+                audit = audit_store_records(store.stored_records(), ranges)
             located = store.message_ids()
             cut_short = checkpoint_id is None and self.interrupted(thread_id)
         working_ids = [m.id or "" for m in values.get("messages", [])]

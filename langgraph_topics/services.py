@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 
 from langgraph_topics.errors import InputError
 from langgraph_topics.retrieval.evidence import EvidenceScorer
@@ -143,27 +144,51 @@ class TopicServices:
         embedder: Embedder | None = None,
         token_counter: TokenCounter | None = None,
         clock: Callable[[], datetime] = utc_now,
+        shared_store: BaseStore | None = None,
     ) -> TopicServices:
-        """Embedded defaults: JSONL topic files and a persistent Chroma index under data_dir.
+        """The stores of ``settings.store``: embedded files, or a shared PostgreSQL database.
+
+        ``embedded``: JSONL topic files under ``data_dir``. ``postgres``: topics in the
+        database's store (``BaseStoreTopicStore``), every worker reading the same; the
+        retrieval index under ``data_dir`` is a worker-local cache that embeds, when a thread
+        is opened, only what the shared topics hold and it lacks. The topic index is a Chroma
+        server at ``settings.chroma_url``, else a Chroma directory under ``data_dir``.
 
         Without ``roles``, the models of the settings serve (``build_roles``): an LLM back end
         for each role that has one, the native back end for the others.
+
+        ``shared_store`` is the ``postgres`` profile's opened store (``PostgresStore``), whose
+        owner closes it (``TopicMemory`` does); left out, the profile is opened here on
+        ``settings.postgres_uri`` and kept open for the life of the process.
+
+        Raises:
+            StoreUnavailableError: The ``postgres`` profile's database cannot be reached.
         """
         from langgraph_topics.roles.factory import build_roles
-        from langgraph_topics.stores.topic_index import ChromaTopicIndex
+        from langgraph_topics.stores.topic_index import open_topic_index
         from langgraph_topics.stores.topic_store import JsonlTopicStore
 
         settings = settings or Settings()
         embedder = CachingEmbedder(embedder or UseEmbedder())
         data_dir = Path(settings.data_dir)
+        if settings.store == "postgres" and shared_store is None:
+            from langgraph_topics.stores.postgres_profile import open_postgres_profile
+
+            shared_store = open_postgres_profile(cast(str, settings.postgres_uri)).store
 
         def open_stores(thread_id: str) -> ThreadStores:
+            if settings.store == "postgres":
+                from langgraph_topics.stores.platform_store import open_platform_thread_stores
+
+                return open_platform_thread_stores(
+                    settings, embedder, cast("BaseStore", shared_store), thread_id
+                )
             root = thread_directory(data_dir, thread_id)
             topic_store = JsonlTopicStore(root)
             return ThreadStores(
                 topic_store=topic_store,
-                topic_index=ChromaTopicIndex(
-                    data_dir / "index", embedder, collection=index_collection_name(thread_id)
+                topic_index=open_topic_index(
+                    data_dir, settings.chroma_url, embedder, index_collection_name(thread_id)
                 ),
                 message_index=open_message_index(root / "retrieval", embedder, topic_store),
                 namespace_store=FileNamespaceStore(
@@ -407,6 +432,10 @@ def run_settings_of(context: Any = None) -> dict[str, Any]:
 def services_of(runtime: Runtime[TopicContext] | None) -> TopicServices:
     """The services of a run: the context's, else the process default, with its run settings.
 
+    A run with a platform store (``runtime.store``: LangGraph Server, ``langgraph dev``, a graph
+    compiled with ``store=...``) and no services in its context keeps its topics in that store
+    (``stores.platform_store``), unless ``LANGGRAPH_TOPICS_STORE`` names another profile.
+
     Per-run settings (``topic_memory`` in the context or in ``config["configurable"]``) give
     a copy that shares the stores (``TopicServices.with_run_settings``).
 
@@ -416,7 +445,15 @@ def services_of(runtime: Runtime[TopicContext] | None) -> TopicServices:
     """
     context = runtime.context if runtime is not None else None
     services = getattr(context, "services", None)
-    base = services if isinstance(services, TopicServices) else default_services()
+    if isinstance(services, TopicServices):
+        base = services
+    else:
+        from langgraph_topics.stores.platform_store import platform_services, platform_store_wanted
+
+        base = default_services()
+        platform = getattr(runtime, "store", None)
+        if platform is not None and platform_store_wanted():
+            base = platform_services(base, platform)
     changes = run_settings_of(context)
     return base.with_run_settings(changes) if changes else base
 

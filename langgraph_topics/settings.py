@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from typing_extensions import TypedDict
 
@@ -19,6 +19,16 @@ STRONG_MODEL_ENV = "LANGGRAPH_TOPICS_STRONG_MODEL"
 CHEAP_MODEL_ENV = "LANGGRAPH_TOPICS_CHEAP_MODEL"
 PROMPT_DIR_ENV = "LANGGRAPH_TOPICS_PROMPT_DIR"
 LOCK_TIMEOUT_ENV = "LANGGRAPH_TOPICS_LOCK_TIMEOUT"
+STORE_ENV = "LANGGRAPH_TOPICS_STORE"
+POSTGRES_URI_ENV = "LANGGRAPH_TOPICS_POSTGRES_URI"
+CHROMA_URL_ENV = "LANGGRAPH_TOPICS_CHROMA_URL"
+STORE_PROFILES = ("embedded", "postgres")
+"""Where a memory keeps its threads: ``embedded`` (files and SQLite under ``data_dir``) or
+``postgres`` (checkpoints and topics in one PostgreSQL database shared by every worker)."""
+POSTGRES_SCHEMES = ("postgres://", "postgresql://")
+PLATFORM_STORE_CHOICES = ("", "platform")
+"""``LANGGRAPH_TOPICS_STORE`` values leaving a run's topics to the LangGraph platform store when
+it has one (``stores.platform_store``); the services' own stores are then the embedded ones."""
 MIN_BUDGET_TOKENS = 200
 """The smallest main-window budget accepted.
 
@@ -51,7 +61,18 @@ def _default_lock_timeout() -> float:
         raise ValueError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
 
 
-def _env_model(variable: str) -> str | None:
+def _default_store() -> str:
+    raw = (os.environ.get(STORE_ENV) or "").strip().lower()
+    if raw in PLATFORM_STORE_CHOICES:
+        return "embedded"
+    if raw not in STORE_PROFILES:
+        raise InputError(
+            f"{STORE_ENV} must be one of {', '.join(('platform', *STORE_PROFILES))}, got {raw!r}"
+        )
+    return raw
+
+
+def _env_text(variable: str) -> str | None:
     return os.environ.get(variable) or None
 
 
@@ -113,9 +134,9 @@ class Settings:
     """Encoding of the bundled tokenizer used when no token counter is injected."""
     prompt_dir: Path | None = field(default_factory=_default_prompt_dir)
     """A directory of ``<language>/<name>.md`` files overriding the packaged prompts."""
-    strong_model: str | None = field(default_factory=lambda: _env_model(STRONG_MODEL_ENV))
+    strong_model: str | None = field(default_factory=lambda: _env_text(STRONG_MODEL_ENV))
     """``init_chat_model`` string of the splitter and the responder (none: native back ends)."""
-    cheap_model: str | None = field(default_factory=lambda: _env_model(CHEAP_MODEL_ENV))
+    cheap_model: str | None = field(default_factory=lambda: _env_text(CHEAP_MODEL_ENV))
     """``init_chat_model`` string of the topic window, brief writer and index router."""
     role_models: dict[str, str] = field(default_factory=_default_role_models)
     """Per-role model strings, overriding the tier (keys from ``ROLE_NAMES``)."""
@@ -146,6 +167,22 @@ class Settings:
     """How long a write (``chat``, an import) waits for another writer of the same thread
     (another process, or thread) before it fails with ``ThreadBusyError``; a read waits as
     long for the turn being written. ``LANGGRAPH_TOPICS_LOCK_TIMEOUT`` sets it."""
+    store: Literal["embedded", "postgres"] = field(
+        default_factory=lambda: cast(Literal["embedded", "postgres"], _default_store())
+    )
+    """Where threads live: ``embedded`` (topic files, Chroma and SQLite under ``data_dir``) or
+    ``postgres`` (checkpoints and topics in the database of ``postgres_uri``, shared by every
+    worker; ``data_dir`` keeps only each worker's retrieval cache). ``LANGGRAPH_TOPICS_STORE``
+    sets it."""
+    postgres_uri: str | None = field(
+        default_factory=lambda: _env_text(POSTGRES_URI_ENV), repr=False
+    )
+    """The database of the ``postgres`` profile (``postgresql://user:password@host/db``); left
+    out of ``repr`` so that a password never reaches a log. ``LANGGRAPH_TOPICS_POSTGRES_URI``
+    sets it."""
+    chroma_url: str | None = field(default_factory=lambda: _env_text(CHROMA_URL_ENV))
+    """A Chroma server for the topic index (``http://host:8000``); none: a Chroma database
+    under ``data_dir``. ``LANGGRAPH_TOPICS_CHROMA_URL`` sets it."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
@@ -190,6 +227,28 @@ class Settings:
         if not self.lock_timeout_seconds >= 0:
             raise ValueError(
                 f"lock_timeout_seconds must not be negative, got {self.lock_timeout_seconds}"
+            )
+        self._check_store()
+
+    def _check_store(self) -> None:
+        """The store profile and its database address fit together (one line naming them)."""
+        if self.store not in STORE_PROFILES:
+            raise InputError(
+                f"store must be one of {', '.join(STORE_PROFILES)} ({STORE_ENV}), "
+                f"got {self.store!r}"
+            )
+        if self.store != "postgres":
+            return
+        if not self.postgres_uri:
+            raise InputError(
+                f"store='postgres' needs postgres_uri ({POSTGRES_URI_ENV}), e.g. "
+                "postgresql://user:password@host:5432/database"
+            )
+        if not self.postgres_uri.startswith(POSTGRES_SCHEMES):
+            scheme = self.postgres_uri.split("://", 1)[0] if "://" in self.postgres_uri else ""
+            raise InputError(
+                f"postgres_uri ({POSTGRES_URI_ENV}) must start with postgresql:// or "
+                f"postgres://, got {scheme + '://…' if scheme else 'no scheme'}"
             )
 
 

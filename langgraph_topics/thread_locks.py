@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Protocol
 
 from langgraph_topics.errors import ThreadBusyError
 from langgraph_topics.services import TopicServices, thread_directory_name
@@ -61,6 +62,25 @@ def fingerprint(directory: Path) -> Fingerprint:
                 continue
             entries.append((path, stat.st_size, stat.st_mtime_ns, stat.st_ino))
     return tuple(sorted(entries))
+
+
+class ThreadLocking(Protocol):
+    """The two locks of every thread, whatever holds them (files here, or advisory locks).
+
+    ``stores.advisory_locks.AdvisoryThreadLocks`` is the ``postgres`` profile's.
+    """
+
+    def writer(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold the thread's writer lock (re-entrant; ``ThreadBusyError`` after the timeout)."""
+        ...
+
+    def files(self, thread_id: str) -> AbstractContextManager[None]:
+        """Hold the thread's files lock, with stores that show every other writer's writes."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what the locks keep open between holds."""
+        ...
 
 
 class ThreadLocks:
@@ -108,6 +128,9 @@ class ThreadLocks:
             finally:
                 if outermost:
                     self._seen[thread_id] = fingerprint(self.directory(thread_id))
+
+    def close(self) -> None:
+        """Nothing to close: a lock file is opened for each hold only."""
 
     def _refresh(self, thread_id: str) -> None:
         """Drop the cached stores if the files changed since this process last held the lock.

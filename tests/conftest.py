@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from chroma_server import ChromaServer, ChromaUnavailable, start_chroma
+from postgres_server import PostgresServer, PostgresUnavailable, start_postgres
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.roles.native import native_roles
@@ -15,12 +18,58 @@ DATA = Path(__file__).parent / "data"
 MemoryFactory = Callable[..., TopicMemory]
 
 
+STORE_PROFILE_MODULES = ("test_lifecycle", "test_activation", "test_branches")
+"""Modules whose ``make_memory`` tests run once per store profile: ``embedded`` and ``postgres``
+(import, chat, split, activation, recall cues, context queries, forks and ``check``)."""
+FILES_ONLY_TESTS = (
+    "test_check_names_a_duplicated_id_with_its_files_and_a_damaged_line",
+    "test_a_dormant_topic_whose_file_is_gone_is_not_activated_and_the_turn_goes_on",
+)
+"""Tests of those modules that damage the embedded topic files themselves: embedded only."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if (
+        "store_profile" in metafunc.fixturenames
+        and module in STORE_PROFILE_MODULES
+        and metafunc.function.__name__ not in FILES_ONLY_TESTS
+    ):
+        metafunc.parametrize("store_profile", ["embedded", "postgres"], indirect=True)
+
+
 @pytest.fixture
-def make_memory(tmp_path: Path) -> Iterator[MemoryFactory]:
-    """Build TopicMemory instances on a fresh data directory; closes them afterwards."""
+def store_profile(request: pytest.FixtureRequest) -> str:
+    """The store profile ``make_memory`` builds on (``embedded`` unless parametrized)."""
+    return str(getattr(request, "param", "embedded"))
+
+
+@pytest.fixture
+def make_memory(
+    tmp_path: Path,
+    store_profile: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[MemoryFactory]:
+    """Build TopicMemory instances on a fresh data directory; closes them afterwards.
+
+    Under the ``postgres`` profile the first memory uses a fresh database, which the
+    environment names too (``LANGGRAPH_TOPICS_STORE``, ``LANGGRAPH_TOPICS_POSTGRES_URI``), so a
+    process the test starts opens the same; every further memory gets a database of its own.
+    The test is skipped, with the reason, when no PostgreSQL server can be had.
+    """
     made: list[TopicMemory] = []
+    server: PostgresServer | None = None
+    if store_profile == "postgres":
+        server = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("LANGGRAPH_TOPICS_STORE", "postgres")
+        monkeypatch.setenv("LANGGRAPH_TOPICS_POSTGRES_URI", request.getfixturevalue("postgres_uri"))
 
     def factory(budget: int = 1500, roles: Roles | None = None, **settings: object) -> TopicMemory:
+        if server is not None and made:
+            settings.setdefault(
+                "postgres_uri", server.create_database(f"t{os.getpid()}_{next(_databases)}")
+            )
         memory = TopicMemory(
             settings=Settings(
                 data_dir=tmp_path / f"memory{len(made)}", budget_tokens=budget, **settings
@@ -43,3 +92,41 @@ def embedder() -> UseEmbedder:
 @pytest.fixture
 def roles(embedder: UseEmbedder) -> Roles:
     return native_roles(embedder)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the session (skipped, with the reason, when none can start)."""
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as error:
+        pytest.skip(f"PostgreSQL unavailable: {error}")
+    yield server
+    server.stop()
+
+
+_databases = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def postgres_uri(postgres_server: PostgresServer) -> str:
+    """The URI of a fresh, empty database on the session's server."""
+    return postgres_server.create_database(f"t{os.getpid()}_{next(_databases)}")
+
+
+@pytest.fixture(scope="session")
+def chroma_server() -> Iterator[ChromaServer]:
+    """A real Chroma server for the session (skipped, with the reason, when none can start)."""
+    try:
+        server = start_chroma()
+    except ChromaUnavailable as error:
+        pytest.skip(f"Chroma server unavailable: {error}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def chroma_url(chroma_server: ChromaServer) -> str:
+    """The URL of the session's Chroma server, emptied of every collection for this test."""
+    chroma_server.delete_collections()
+    return chroma_server.url

@@ -16,7 +16,7 @@ from fakes import RecordingTopicWindow, with_roles
 from langgraph_topics import TopicMemory
 from langgraph_topics.activation.grey import activation_threshold, dormancy_threshold
 from langgraph_topics.roles.protocols import Roles
-from langgraph_topics.stores.topic_store import JsonlTopicStore
+from langgraph_topics.stores.protocols import BranchedTopicStore
 
 
 def _user_lines() -> list[str]:
@@ -156,6 +156,8 @@ def test_turns_leave_the_stores_shared_messages_as_stored(make_memory: MemoryFac
     stores = memory.services.stores("alice")
     cached = {t: stores.topic_store.messages(t) for t in stores.topic_store.topic_ids()}
     assert cached and any(cached.values())
-    from_files = JsonlTopicStore(stores.topic_store.root)  # type: ignore[attr-defined]
+    store = stores.topic_store
+    assert isinstance(store, BranchedTopicStore)
+    stored = store.on_branch(store.visible_ranges())  # read back from the files or the database
     for topic_id, messages in cached.items():
-        assert messages == from_files.messages(topic_id)
+        assert messages == stored.messages(topic_id)

@@ -3,107 +3,34 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from langgraph_topics.bench.dev_server import ServerStartError, start_dev_server
+
 ROOT = Path(__file__).resolve().parents[1]
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
-STARTUP_TIMEOUT = 90.0
 RUN_TIMEOUT = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop the server and its workers (the whole process group), whatever state it is in."""
-    if process.poll() is not None:
-        return
-    for sig, grace in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"langgraph dev exited ({process.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=2) as response:
-                if json.loads(response.read()).get("ok"):
-                    return
-        except (urllib.error.URLError, OSError, ValueError):
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"langgraph dev not ready in {STARTUP_TIMEOUT:.0f}s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="module")
 def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A ``langgraph dev`` server on a free local port, shared by this module's tests."""
     tmp_path = tmp_path_factory.mktemp("studio")
-    if not LANGGRAPH.exists():
-        pytest.fail(f"{LANGGRAPH} missing: install the dev extra (pip install -e '.[dev]')")
-    port = _free_port()
     env = {
-        **os.environ,
         "LANGGRAPH_TOPICS_DATA_DIR": str(tmp_path / "data"),
         "LANGGRAPH_TOPICS_BUDGET": "2000",
-        # Offline: no analytics, no tracing.
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
     }
-    log = tmp_path / "server.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [
-                str(LANGGRAPH),
-                "dev",
-                "--no-browser",
-                "--no-reload",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--config",
-                str(ROOT / "langgraph.json"),
-            ],
-            # The server writes its in-memory persistence (.langgraph_api/) into the working
-            # directory: keep it out of the repository.
-            cwd=tmp_path,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
     try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_ready(url, process, log)
-        yield url
+        # The server's in-memory persistence (.langgraph_api/) goes into its own directory.
+        server = start_dev_server(tmp_path / "server", config=ROOT / "langgraph.json", env=env)
+    except ServerStartError as error:
+        pytest.fail(str(error))
+    try:
+        yield server.url
     finally:
-        _stop(process)
+        server.stop()
 
 
 def test_langgraph_json_points_at_the_studio_graph() -> None:
@@ -211,3 +138,16 @@ def test_invalid_assistant_setting_fails_the_run_naming_it(dev_server: str) -> N
     assert "topic_memory.budget_tokens=100" in text and "\n" not in text
     assert not any(chunk.event == "updates" for chunk in chunks)  # no node ran
     assert not client.threads.get_state(thread["thread_id"])["values"]  # nothing written
+
+
+def test_platform_store_searches_by_meaning_with_the_package_embedder(dev_server: str) -> None:
+    """``langgraph.json``'s ``store.index`` embeds offline (``platform_store.embed_texts``)."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=dev_server, timeout=RUN_TIMEOUT)
+    notes = ["notes", "semantic"]
+    client.store.put_item(notes, "kyoto", {"text": "Temples to visit in Kyoto in April"})
+    client.store.put_item(notes, "bread", {"text": "Feeding a sourdough starter"})
+    found = client.store.search_items(notes, query="京都的寺庙", limit=2)["items"]
+    assert [item["key"] for item in found][0] == "kyoto"
+    assert found[0]["score"] is not None

@@ -1,4 +1,4 @@
-"""The ``bench`` subcommand: ``recall``, ``overhead``, ``search``, ``embedders``, ``fanout``."""
+"""The ``bench`` subcommand: recall, overhead, search, embedders, fanout, server-load."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ def _shared(parser: argparse.ArgumentParser) -> None:
 
 def add_bench_parser(commands: Any) -> None:
     """Register ``bench`` and its sub-subcommands on the CLI's subparsers."""
-    bench = commands.add_parser("bench", help="benchmarks: recall, overhead, search, fanout")
+    bench = commands.add_parser(
+        "bench", help="benchmarks: recall, overhead, search, fanout, server-load"
+    )
     kinds = bench.add_subparsers(dest="bench", required=True)
 
     recall = kinds.add_parser("recall", help="evidence recall at token budgets (LoCoMo format)")
@@ -78,6 +80,21 @@ def add_bench_parser(commands: Any) -> None:
         "--max-concurrency", type=int, default=None, help="cap LangGraph's parallel tasks"
     )
     _shared(fanout)
+
+    load = kinds.add_parser(
+        "server-load", help="concurrent threads through langgraph dev; every message checked"
+    )
+    load.add_argument("--threads", type=int, default=10, help="threads chatting at once")
+    load.add_argument("--turns", type=int, default=100, help="turns per thread")
+    load.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds for sending turns (default 1800)"
+    )
+    load.add_argument(
+        "--run-timeout", type=float, default=300.0, help="seconds one turn may take (default 300)"
+    )
+    load.add_argument("--budget", type=int, default=None, help="the server's token budget")
+    load.add_argument("--config", type=Path, default=None, help="langgraph.json to serve")
+    _shared(load)
 
 
 def _stderr(line: str) -> None:
@@ -142,6 +159,8 @@ def run_bench(args: argparse.Namespace) -> int:
         _emit(args, report, search_table(report))
         _stderr(f"wrote {path}")
         return 0
+    if args.bench == "server-load":
+        return _server_load(args)
     from langgraph_topics.bench.fanout import fanout_table, run_fanout
 
     report = run_fanout(
@@ -151,6 +170,36 @@ def run_bench(args: argparse.Namespace) -> int:
     _emit(args, report, fanout_table(report))
     _stderr(f"wrote {path}")
     return 0
+
+
+def _server_load(args: argparse.Namespace) -> int:
+    from langgraph_topics.bench.dev_server import ServerStartError
+    from langgraph_topics.bench.server_load import LoadConfig, run_server_load, server_load_table
+
+    if args.config is not None and not args.config.is_file():
+        raise SystemExit(f"no such config file: {args.config}")
+    try:
+        config = LoadConfig(
+            threads=args.threads,
+            turns=args.turns,
+            timeout=args.timeout,
+            run_timeout=args.run_timeout,
+            budget=args.budget,
+            config=args.config,
+        )
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    try:
+        report = run_server_load(config, _stderr)
+    except ServerStartError as error:
+        raise SystemExit(f"server-load: {str(error).splitlines()[0]}") from None
+    path = _write(args.out, "server-load.json", report)
+    _emit(args, report, server_load_table(report))
+    _stderr(f"wrote {path}")
+    healthy = not (
+        report["lost"] or report["duplicated"] or report["failed"] or report["timed_out"]
+    )
+    return 0 if healthy else 1
 
 
 def _emit(args: argparse.Namespace, report: dict[str, Any], table: str) -> None:

@@ -140,6 +140,22 @@ examples:
   langgraph-topics workflow node --thread bob edit --status completed --summary "set to 30"
   langgraph-topics workflow node --thread bob verify --status running
 """,
+    f"{PROG} migrate": """
+examples:
+  langgraph-topics migrate --from .langgraph_topics --to postgresql://app:secret@db:5432/topics \\
+      --data-dir /var/cache/topics
+  langgraph-topics migrate --from ./memory --to postgresql://app@db/topics --thread bob --json
+  langgraph-topics migrate --from ./memory --to postgresql://app@db/topics \\
+      --chroma-url http://chroma:8000
+
+Copies each thread (every checkpoint with its id, parent and pending writes; the topic records
+with their sequence numbers; the topic index; the retrieval cache under --data-dir), then runs
+check on the target and compares one context query (the thread's last user message) on both
+sides. DATA_DIR's threads are left as they are. Running it again skips what is there, finishes
+what an interrupted run left and catches up threads that went on in DATA_DIR; a thread the
+target holds with other data is refused (exit status 2), never overwritten. Exit status 1 when
+a thread fails its verification. --data-dir is the cache directory the workers will use.
+""",
     f"{PROG} bench": """
 examples:
   langgraph-topics bench recall locomo10.json --conversations conv-26,conv-30 --limit 20

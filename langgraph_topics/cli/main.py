@@ -24,12 +24,13 @@ from langgraph_topics.cli.chat import run_chat
 from langgraph_topics.cli.demo import run_demo
 from langgraph_topics.cli.help_texts import EXAMPLES, PROG
 from langgraph_topics.cli.logs import cli_logging
+from langgraph_topics.cli.migrate import add_migrate_parser, run_migrate
 from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
 from langgraph_topics.cli.tables import clip, render_table
 from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.importing import check_records, read_jsonl
-from langgraph_topics.settings import MIN_BUDGET_TOKENS
+from langgraph_topics.settings import MIN_BUDGET_TOKENS, STORE_ENV
 from langgraph_topics.thread_ids import check_thread_id
 
 __all__ = ["CLI_SETTINGS_FILE", "build_parser", "main"]
@@ -165,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(check)
     add_workflow_parser(commands, _common)
+    add_migrate_parser(commands, _thread)
     add_bench_parser(commands)
     return parser
 
@@ -380,7 +382,8 @@ def _workflow(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    if not args.data_dir.is_dir():  # a mistyped --data-dir: say so, create nothing
+    in_database = os.environ.get(STORE_ENV, "").strip().lower() == "postgres"
+    if not in_database and not args.data_dir.is_dir():  # a mistyped --data-dir: create nothing
         raise InputError(f"{args.data_dir}: no such data directory")
     report = _memory(args).check(args.thread, checkpoint_id=args.checkpoint)
     if args.json:
@@ -415,6 +418,7 @@ def _run(argv: Sequence[str] | None) -> int:
             "expand": _expand,
             "check": _check,
             "workflow": _workflow,
+            "migrate": run_migrate,
         }
         try:
             return handlers[args.command](args)

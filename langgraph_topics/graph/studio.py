@@ -1,10 +1,13 @@
 """The graph that ``langgraph.json`` exports to LangGraph Studio and the LangGraph Server.
 
-It is compiled without a checkpointer because the server brings its own persistence. The
-services (settings, stores, role back ends) come from the environment on first use: the data
-directory from ``LANGGRAPH_TOPICS_DATA_DIR``, the budget from ``LANGGRAPH_TOPICS_BUDGET``, the
-models from ``LANGGRAPH_TOPICS_*_MODEL`` (none set: the offline native back ends, so
-``langgraph dev`` needs no model provider).
+It is compiled without a checkpointer or a store because the server brings both: its
+checkpointer keeps the working set, its platform store (``runtime.store``) the topics
+(``stores.platform_store``; ``LANGGRAPH_TOPICS_STORE=embedded`` keeps them in JSONL files
+instead). ``langgraph.json`` gives the store's vector index the package's offline embedder. The
+services (settings, indexes, role back ends) come from the environment on first use: the data
+directory (the topic index and the retrieval cache) from ``LANGGRAPH_TOPICS_DATA_DIR``, the
+budget from ``LANGGRAPH_TOPICS_BUDGET``, the models from ``LANGGRAPH_TOPICS_*_MODEL`` (none set:
+the offline native back ends, so ``langgraph dev`` needs no model provider).
 
 An assistant (or a single run) changes settings for its runs with a ``topic_memory`` object in
 its context, or in ``config["configurable"]``; Studio draws the form from the context schema::
@@ -18,10 +21,10 @@ its context, or in ``config["configurable"]``; Studio draws the form from the co
 
 Keys: ``budget_tokens``, ``language``, ``strong_model``, ``cheap_model``, ``role_models``,
 ``prompt_dir`` (``langgraph_topics.settings.RunSettings``); those left out keep the
-environment's values. Every run shares the server's stores (one per thread directory); role
-back ends are built once per distinct settings. An invalid setting fails the run, before it
-writes anything, with one line naming it (``topic_memory.budget_tokens=100: must be at least
-200 tokens …``).
+environment's values. Every run shares the server's stores (each thread's opened once per
+worker); role back ends are built once per distinct settings. An invalid setting fails the run,
+before it writes anything, with one line naming it (``topic_memory.budget_tokens=100: must be
+at least 200 tokens …``).
 """
 
 from __future__ import annotations

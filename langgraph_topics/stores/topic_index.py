@@ -1,25 +1,34 @@
-"""Searchable indexes of topic briefs: Chroma on disk, or numpy in memory for tests and dry runs.
+"""Searchable indexes of topic briefs: Chroma (on disk or on a server), or numpy in memory.
 
 Both embed with the :class:`~langgraph_topics.stores.protocols.Embedder` they are given and
 never let Chroma embed anything: its default embedding function downloads an ONNX model on first
 use, which fails offline.
+
+Several worker processes share one index through a Chroma server (``chroma run``), reached by
+URL with :func:`open_topic_index`; a single process keeps it in a local directory.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 import numpy as np
 
-from langgraph_topics.errors import ThreadBusyError
+from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.stores.file_lock import FileLock
 from langgraph_topics.stores.protocols import Embedder
 
 if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
     from chromadb.base_types import InclusionExclusionOperator, LiteralValue, Where
 
 logger = logging.getLogger(__name__)
@@ -27,8 +36,19 @@ logger = logging.getLogger(__name__)
 OPEN_LOCK_FILE = ".open.lock"
 OPEN_TIMEOUT_SECONDS = 120.0
 
+SERVER_CONNECT_SECONDS = 5.0
+"""How long connecting to a Chroma server may take before the attempt fails."""
+SERVER_READ_SECONDS = 30.0
+"""How long a Chroma server may take to answer one request before the attempt fails."""
+SERVER_ATTEMPTS = 3
+"""Attempts of each server request that failed in transport (every index request is idempotent)."""
+SERVER_RETRY_SECONDS = 0.25
+"""Pause before the second attempt; it doubles before each later one."""
 
-def _document(name: str, brief: str) -> str:
+_T = TypeVar("_T")
+
+
+def topic_document(name: str, brief: str) -> str:
     """Build the text embedded and stored for a topic (the name carries weight for short briefs)."""
     return f"{name}\n{brief}"
 
@@ -37,48 +57,234 @@ def _clamp(similarity: float) -> float:
     return min(1.0, max(0.0, similarity))
 
 
-class ChromaTopicIndex:
-    """Topic index on a persistent Chroma collection (cosine space, caller-side embeddings).
+@dataclass(frozen=True)
+class ChromaEndpoint:
+    """Where a Chroma server listens, parsed from a URL such as ``http://127.0.0.1:8000``."""
+
+    host: str
+    port: int
+    ssl: bool
+
+    @property
+    def url(self) -> str:
+        """The canonical URL (explicit port), the key of the per-process client cache."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.ssl else 'http'}://{host}:{self.port}"
+
+
+def parse_chroma_url(url: str) -> ChromaEndpoint:
+    """Parse a Chroma server URL: ``http[s]://host[:port]`` (port 80/443 when left out).
+
+    Raises:
+        InputError: The URL has another scheme, no host, a bad port, or parts a Chroma
+            client cannot use (credentials, a path, a query).
+    """
+    text = url.strip()
+
+    def bad(problem: str) -> InputError:
+        return InputError(f"chroma_url {url!r}: {problem} (expected http://host:port)")
+
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as error:
+        raise bad(first_line(error)) from None
+    if parts.scheme not in ("http", "https"):
+        raise bad(f"scheme must be http or https, not {parts.scheme or 'missing'!r}")
+    if not parts.hostname:
+        raise bad("no host")
+    if parts.username is not None or parts.password is not None:
+        raise bad("credentials in the URL are not supported")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise bad("a path, query or fragment is not supported")
+    ssl = parts.scheme == "https"
+    return ChromaEndpoint(host=parts.hostname, port=port or (443 if ssl else 80), ssl=ssl)
+
+
+_server_clients: dict[tuple[int, str], ClientAPI] = {}
+_server_clients_lock = threading.Lock()
+
+
+def server_client(url: str) -> ClientAPI:
+    """The process's Chroma client of the server at ``url``, connected on first use.
+
+    One client per server and process: each holds a pool of HTTP connections. The cache is
+    keyed by process id too, so a worker forked after the parent connected opens its own
+    connections instead of sharing the parent's sockets.
+
+    Raises:
+        InputError: The URL is malformed, or no Chroma server answers there.
+    """
+    endpoint = parse_chroma_url(url)
+    key = (os.getpid(), endpoint.url)
+    with _server_clients_lock:
+        client = _server_clients.get(key)
+        if client is None:
+            client = _connect(url, endpoint)
+            _server_clients[key] = client
+        return client
+
+
+def _connect(url: str, endpoint: ChromaEndpoint) -> ClientAPI:
+    import chromadb
+    import httpx
+    from chromadb.config import Settings
+
+    def unreachable(problem: str) -> InputError:
+        return InputError(f"chroma_url {url!r}: no Chroma server answers ({problem})")
+
+    # A heartbeat with timeouts first: Chroma's own client waits without limit, so a host
+    # that drops packets would hang the worker instead of failing with this message.
+    heartbeat = f"{endpoint.url}/api/v2/heartbeat"
+    timeout = httpx.Timeout(SERVER_READ_SECONDS, connect=SERVER_CONNECT_SECONDS)
+    try:
+        response = _retrying(url, lambda: httpx.get(heartbeat, timeout=timeout))
+    except ConnectionError as error:
+        raise unreachable(first_line(error.__cause__ or error)) from None
+    if response.status_code != 200:
+        raise unreachable(f"GET {heartbeat} returned HTTP {response.status_code}; not Chroma?")
+    try:
+        client = chromadb.HttpClient(
+            host=endpoint.host if ":" not in endpoint.host else f"[{endpoint.host}]",
+            port=endpoint.port,
+            ssl=endpoint.ssl,
+            settings=Settings(anonymized_telemetry=False),
+        )
+    except Exception as error:  # Chroma wraps connection failures in ValueError and others
+        raise unreachable(first_line(error)) from None
+    # Bound every later request as well (see above); ``_session`` is Chroma's httpx client.
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = timeout
+    else:  # pragma: no cover - a Chroma release that moved its session
+        logger.warning("Chroma client without an httpx session: requests to %s are unbounded", url)
+    return client
+
+
+def _retrying(url: str, request: Callable[[], _T]) -> _T:
+    """Run an idempotent request to the server at ``url``, again after a transport failure.
+
+    Raises:
+        ConnectionError: Every attempt failed in transport (one line naming the URL).
+    """
+    import httpx
+
+    for attempt in range(1, SERVER_ATTEMPTS + 1):
+        try:
+            return request()
+        except httpx.TransportError as error:
+            if attempt == SERVER_ATTEMPTS:
+                raise ConnectionError(
+                    f"Chroma server {url}: {first_line(error)} ({attempt} attempts)"
+                ) from error
+            logger.debug("Chroma request failed (attempt %d): %s", attempt, first_line(error))
+            time.sleep(SERVER_RETRY_SECONDS * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def open_topic_index(
+    data_dir: Path, chroma_url: str | None, embedder: Embedder, collection: str
+) -> ChromaTopicIndex:
+    """Open a thread's topic index: on the Chroma server at ``chroma_url``, or on disk.
 
     Args:
-        path: Directory of the Chroma database; created if missing.
+        data_dir: The memory's data directory; without a server the index lives in its
+            ``index`` subdirectory.
+        chroma_url: ``http[s]://host:port`` of a Chroma server shared by every worker;
+            ``None`` (or blank) keeps the index local to this machine.
+        embedder: Embeds briefs and queries (always here, never on the server).
+        collection: The collection of the index (one per thread).
+
+    Raises:
+        InputError: ``chroma_url`` is malformed or no Chroma server answers there.
+        ConnectionError: The server answered before but stopped answering (after retries).
+    """
+    if chroma_url is None or not chroma_url.strip():
+        return ChromaTopicIndex(Path(data_dir) / "index", embedder, collection=collection)
+    return ChromaTopicIndex(None, embedder, collection=collection, server_url=chroma_url)
+
+
+def _get_or_create(client: ClientAPI, collection: str) -> Collection:
+    # embedding_function=None stores no function in the collection's configuration, so a
+    # later process reopens it without Chroma trying to build (and download) its own.
+    return client.get_or_create_collection(
+        collection,
+        embedding_function=None,
+        configuration={"hnsw": {"space": "cosine"}},
+    )
+
+
+class ChromaTopicIndex:
+    """Topic index on a Chroma collection (cosine space, caller-side embeddings).
+
+    The collection lives in a local persistent database at ``path``, or on the Chroma server
+    at ``server_url`` (give exactly one), where every worker sees the others' writes.
+
+    Args:
+        path: Directory of a local Chroma database; created if missing.
         embedder: Embeds briefs and queries. Keep it the same across runs: the collection's
             dimension is fixed by the first vector stored.
         collection: Collection name (3-512 characters of ``[a-zA-Z0-9._-]``).
+        server_url: ``http[s]://host:port`` of a Chroma server (``chroma run``) instead.
+
+    Raises:
+        InputError: Both or neither of ``path`` and ``server_url`` given, a malformed
+            ``server_url``, or no server answering there.
 
     Chroma allows one settings object per path and process: open the same ``path`` elsewhere
-    in the process only through this class (or with ``anonymized_telemetry=False``).
+    in the process only through this class (or with ``anonymized_telemetry=False``). Requests
+    to a server that fail in transport are retried (each is idempotent), then raise a
+    ``ConnectionError`` naming the server.
     """
 
-    def __init__(self, path: Path, embedder: Embedder, collection: str = "topic_briefs") -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        embedder: Embedder,
+        collection: str = "topic_briefs",
+        *,
+        server_url: str | None = None,
+    ) -> None:
+        if (path is None) == (server_url is None):
+            raise InputError("ChromaTopicIndex: give either a path or a server_url")
+        self.path = None if path is None else Path(path)
+        self.server_url = server_url
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        if self.path is not None:
+            self._collection = self._open_local(self.path, collection)
+        else:
+            assert server_url is not None
+            client = server_client(server_url)
+            self._collection = self._request(lambda: _get_or_create(client, collection))
+        self._space = self._read_space()
+
+    @staticmethod
+    def _open_local(path: Path, collection: str) -> Collection:
         # Imported here: chromadb takes over a second to import, which dry runs and the
         # in-memory index should not pay.
         import chromadb
         from chromadb.config import Settings
 
-        self.path = Path(path)
-        self.embedder = embedder
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
+        path.mkdir(parents=True, exist_ok=True)
         # Chroma creates its tables when a process first opens a new database; two processes
         # doing so at once fail ("table collections already exists"), so opening is serialised.
-        opening = FileLock(self.path / OPEN_LOCK_FILE)
+        opening = FileLock(path / OPEN_LOCK_FILE)
         if not opening.acquire(OPEN_TIMEOUT_SECONDS):
-            raise ThreadBusyError(f"{self.path}: the topic index stayed locked by another process")
+            raise ThreadBusyError(f"{path}: the topic index stayed locked by another process")
         try:
-            self._client = chromadb.PersistentClient(
-                path=str(self.path), settings=Settings(anonymized_telemetry=False)
+            client = chromadb.PersistentClient(
+                path=str(path), settings=Settings(anonymized_telemetry=False)
             )
-            # embedding_function=None stores no function in the collection's configuration, so
-            # a later process reopens it without Chroma trying to build (and download) its own.
-            self._collection = self._client.get_or_create_collection(
-                collection,
-                embedding_function=None,
-                configuration={"hnsw": {"space": "cosine"}},
-            )
+            return _get_or_create(client, collection)
         finally:
             opening.release()
-        self._space = self._read_space()
+
+    def _request(self, request: Callable[[], _T]) -> _T:
+        """Run a request on the collection: retried after transport failures on a server."""
+        if self.server_url is None:
+            return request()
+        return _retrying(self.server_url, request)
 
     def _read_space(self) -> str:
         """Read the distance space the collection was created with.
@@ -101,23 +307,29 @@ class ChromaTopicIndex:
 
     def upsert(self, topic_id: str, name: str, brief: str, *, status: str) -> None:
         """Add or replace a topic's brief (embedded together with its name)."""
-        document = _document(name, brief)
+        document = topic_document(name, brief)
         embeddings = np.asarray(self.embedder.embed([document]), dtype=np.float32)
         with self._lock:
-            self._collection.upsert(
-                ids=[topic_id],
-                embeddings=embeddings,
-                documents=[document],
-                metadatas=[{"status": status}],
+            self._request(
+                lambda: self._collection.upsert(
+                    ids=[topic_id],
+                    embeddings=embeddings,
+                    documents=[document],
+                    metadatas=[{"status": status}],
+                )
             )
 
     def set_status(self, topic_id: str, status: str) -> None:
         """Record a topic's status; a topic not in the index is ignored."""
         with self._lock:
-            if not self._collection.get(ids=[topic_id], include=[])["ids"]:
+            if not self._request(lambda: self._collection.get(ids=[topic_id], include=[]))["ids"]:
                 logger.debug("set_status on unindexed topic %s ignored", topic_id)
                 return
-            self._collection.update(ids=[topic_id], metadatas=[{"status": status}])
+            # Another worker may remove the topic in between: Chroma ignores updates of
+            # unknown ids, so the race costs nothing.
+            self._request(
+                lambda: self._collection.update(ids=[topic_id], metadatas=[{"status": status}])
+            )
 
     def search(
         self, query: str, *, k: int, exclude_status: Sequence[str] = ("archived",)
@@ -132,7 +344,7 @@ class ChromaTopicIndex:
         if k <= 0:
             return []
         with self._lock:
-            total = self._collection.count()
+            total = self._request(self._collection.count)
         if total == 0:
             return []
         embeddings = np.asarray(self.embedder.embed([query]), dtype=np.float32)
@@ -142,12 +354,15 @@ class ChromaTopicIndex:
         if excluded:
             condition: dict[InclusionExclusionOperator, list[LiteralValue]] = {"$nin": excluded}
             where = {"status": condition}
+        # A server answers with fewer hits when another worker removed topics since the count.
         with self._lock:
-            result = self._collection.query(
-                query_embeddings=embeddings,
-                n_results=min(k, total),
-                where=where,
-                include=["distances"],
+            result = self._request(
+                lambda: self._collection.query(
+                    query_embeddings=embeddings,
+                    n_results=min(k, total),
+                    where=where,
+                    include=["distances"],
+                )
             )
         ids = result["ids"][0] if result["ids"] else []
         distances = result["distances"][0] if result["distances"] else []
@@ -161,12 +376,23 @@ class ChromaTopicIndex:
     def remove(self, topic_id: str) -> None:
         """Remove a topic from the index (unknown ids are ignored)."""
         with self._lock:
-            self._collection.delete(ids=[topic_id])
+            self._request(lambda: self._collection.delete(ids=[topic_id]))
 
     def count(self) -> int:
         """Return the number of indexed topics."""
         with self._lock:
-            return int(self._collection.count())
+            return int(self._request(self._collection.count))
+
+    def entries(self) -> dict[str, tuple[str, str]]:
+        """Every indexed topic: topic id → (the embedded document, its status)."""
+        with self._lock:
+            found = self._request(lambda: self._collection.get(include=["documents", "metadatas"]))
+        documents = found["documents"] or []
+        metadatas = found["metadatas"] or []
+        return {
+            topic_id: (document or "", str((metadata or {}).get("status", "active")))
+            for topic_id, document, metadata in zip(found["ids"], documents, metadatas, strict=True)
+        }
 
     @staticmethod
     def reload_from_disk_next_time() -> None:
@@ -176,7 +402,8 @@ class ChromaTopicIndex:
         index in memory, and hands it to every client opened later. Once another process has
         written a collection, that copy is stale (a query then fails with "Error finding id");
         dropping the cache gives the next client a fresh system. Indexes already open keep the
-        system they were opened with.
+        system they were opened with. Indexes on a server need none of this (the server holds
+        the only copy) and keep working: their clients hold their own connections.
         """
         from chromadb.api.shared_system_client import SharedSystemClient
 
@@ -198,7 +425,7 @@ class InMemoryTopicIndex:
 
     def upsert(self, topic_id: str, name: str, brief: str, *, status: str) -> None:
         """Add or replace a topic's brief (embedded together with its name)."""
-        document = _document(name, brief)
+        document = topic_document(name, brief)
         vector = np.asarray(self.embedder.embed([document])[0], dtype=np.float32)
         with self._lock:
             self._entries[topic_id] = (vector, document, status)

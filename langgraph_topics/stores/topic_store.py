@@ -556,6 +556,19 @@ class JsonlTopicStore:
             topic.cache, topic.by_id, topic.positions = messages, by_id, positions
         return topic.cache
 
+    def raw_records(self) -> list[tuple[str | None, dict[str, Any]]]:
+        """Every readable record on disk, every branch's, as ``(topic id, record)``.
+
+        Topic files in name order, each in file order, then the links (topic id None); damaged
+        lines are skipped as on open. For copying the thread to another store.
+        """
+        with self._lock:
+            found: list[tuple[str | None, dict[str, Any]]] = []
+            for path in sorted(self._topics_dir.glob("*.jsonl")):
+                found += [(path.stem, record) for record in _read_records(path, repair=False)]
+            found += [(None, record) for record in _read_records(self._links_path, repair=False)]
+            return found
+
     # ------------------------------------------------------------------------- the protocol
 
     def file_path(self, topic_id: str) -> Path:

@@ -1,0 +1,429 @@
+"""``bench server-load``: many threads chatting at once through ``langgraph dev``, none lost.
+
+The benchmark starts ``langgraph dev`` with the checkout's ``langgraph.json`` (offline native
+back ends, a temporary data directory), so topics go to the server's platform store. Each
+thread sends its turns one after another, the threads all at once (``langgraph-sdk``'s async
+client). Every user message is a line of the bundled demo conversation, tagged with a unique
+id. Afterwards every message of every thread is looked for, through the server, in the
+thread's working set (its state) and in its topics (the platform store): each must be found
+exactly once. The report gives the losses and duplicates, the per-turn latency (p50, p90, p99)
+and the throughput.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph_topics.bench.dev_server import (
+    STARTUP_TIMEOUT,
+    ServerStartError,
+    running_dev_server,
+)
+from langgraph_topics.bench.report import simple_table
+
+GRAPH_ID = "topic_memory"
+PAGE = 1000
+"""Store items read per request while collecting a thread's topics."""
+PROGRESS_SECONDS = 5.0
+MODEL_VARIABLES = (
+    "LANGGRAPH_TOPICS_STRONG_MODEL",
+    "LANGGRAPH_TOPICS_CHEAP_MODEL",
+    "LANGGRAPH_TOPICS_SPLITTER_MODEL",
+    "LANGGRAPH_TOPICS_TOPIC_WINDOW_MODEL",
+    "LANGGRAPH_TOPICS_BRIEF_WRITER_MODEL",
+    "LANGGRAPH_TOPICS_INDEX_ROUTER_MODEL",
+    "LANGGRAPH_TOPICS_RESPONDER_MODEL",
+)
+"""Emptied for the server: every role uses its offline native back end."""
+
+
+@dataclass(frozen=True)
+class LoadConfig:
+    """What ``bench server-load`` runs."""
+
+    threads: int = 10
+    turns: int = 100
+    timeout: float = 1800.0
+    """Seconds for sending turns; when they run out no thread starts another turn."""
+    run_timeout: float = 300.0
+    """Seconds one run (one turn) may take before it counts as failed."""
+    budget: int | None = None
+    """``LANGGRAPH_TOPICS_BUDGET`` of the server (none: its default, 8,000 tokens)."""
+    config: Path | None = None
+    """A ``langgraph.json``; by default the checkout's (see ``dev_server``)."""
+    startup_timeout: float = STARTUP_TIMEOUT
+    keep: Path | None = None
+    """Keep the server's directories here instead of a temporary directory removed after."""
+
+    def __post_init__(self) -> None:
+        if self.threads < 1 or self.turns < 1:
+            raise ValueError(f"threads and turns must be at least 1: {self.threads}, {self.turns}")
+        if self.timeout <= 0 or self.run_timeout <= 0:
+            raise ValueError("timeout and run_timeout must be positive")
+
+
+@dataclass
+class SentTurn:
+    """One user message sent, and what became of its run."""
+
+    thread: int
+    turn: int
+    message_id: str
+    seconds: float | None = None
+    """Wall-clock time of the run, when it completed."""
+    error: str | None = None
+
+
+@dataclass
+class ThreadLoad:
+    """One thread of the load and its turns."""
+
+    number: int
+    thread_id: str = ""
+    sent: list[SentTurn] = field(default_factory=list)
+
+
+def message_tag(thread: int, turn: int) -> str:
+    """The unique id (and content prefix) of a thread's user message."""
+    return f"load-t{thread:03d}-m{turn:04d}"
+
+
+def turn_texts() -> list[str]:
+    """The user lines the turns cycle through: the bundled demo conversation."""
+    from langgraph_topics.cli.demo import load_script
+
+    return [line["text"] for line in load_script()]
+
+
+def server_env(data_dir: Path, budget: int | None) -> dict[str, str]:
+    """The server's ``LANGGRAPH_TOPICS_*`` variables: offline back ends, platform store."""
+    env = {name: "" for name in MODEL_VARIABLES}
+    env["LANGGRAPH_TOPICS_DATA_DIR"] = str(data_dir)
+    env["LANGGRAPH_TOPICS_STORE"] = ""  # unset: the topics go to the platform store
+    if budget is not None:
+        env["LANGGRAPH_TOPICS_BUDGET"] = str(budget)
+    return env
+
+
+def percentile(values: Sequence[float], share: float) -> float | None:
+    """The ``share`` quantile of ``values`` (nearest rank), ``None`` when there are none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
+
+
+class _Progress:
+    """Completed turns, shown on stderr every few seconds."""
+
+    def __init__(self, total: int, emit: Callable[[str], None]) -> None:
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self.emit = emit
+        self.started = time.monotonic()
+        self.last = self.started
+
+    def tick(self, failed: bool) -> None:
+        self.done += 1
+        self.failed += int(failed)
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_SECONDS or self.done == self.total:
+            self.last = now
+            rate = self.done / max(now - self.started, 1e-9)
+            failures = f", {self.failed} failed" if self.failed else ""
+            self.emit(f"server-load: {self.done}/{self.total} turns, {rate:.1f} turns/s{failures}")
+
+
+async def _drive_thread(
+    client: Any,
+    load: ThreadLoad,
+    turns: int,
+    texts: Sequence[str],
+    deadline: float,
+    run_timeout: float,
+    progress: _Progress,
+) -> None:
+    thread = await client.threads.create(metadata={"bench": "server-load"})
+    load.thread_id = str(thread["thread_id"])
+    for turn in range(turns):
+        if time.monotonic() >= deadline:
+            return
+        tag = message_tag(load.number, turn)
+        text = texts[(load.number * 7 + turn) % len(texts)]
+        sent = SentTurn(thread=load.number, turn=turn, message_id=tag)
+        load.sent.append(sent)
+        message = {"role": "user", "content": f"[{tag}] {text}", "id": tag}
+        started = time.perf_counter()
+        try:
+            result = await asyncio.wait_for(
+                client.runs.wait(
+                    load.thread_id, GRAPH_ID, input={"messages": [message]}, raise_error=False
+                ),
+                run_timeout,
+            )
+        except TimeoutError:
+            sent.error = f"run timed out after {run_timeout:.0f}s"
+        except Exception as error:  # the client's HTTP errors: one line in the report
+            sent.error = f"{type(error).__name__}: {error}".splitlines()[0]
+        else:
+            if isinstance(result, Mapping) and "__error__" in result:
+                sent.error = str(result["__error__"]).splitlines()[0]
+            else:
+                sent.seconds = time.perf_counter() - started
+        progress.tick(sent.error is not None)
+        if sent.error is not None and "timed out" in sent.error:
+            return  # the run may still hold the thread; more turns would only queue behind it
+
+
+def _stored_records(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The topic records of a thread's store items as ``(seq, record)`` (see base_store_topics)."""
+    records: list[tuple[int, dict[str, Any]]] = []
+    for item in items:
+        value = item.get("value")
+        if not isinstance(value, Mapping) or not isinstance(value.get("record"), str):
+            continue  # the head item, or something this benchmark did not write
+        try:
+            record = json.loads(value["record"])
+        except ValueError:
+            continue
+        seq = value.get("seq")
+        if isinstance(record, dict) and isinstance(seq, int):
+            record.setdefault("topic", value.get("topic"))
+            records.append((seq, record))
+    return records
+
+
+def _visible(seq: int, ranges: Sequence[Sequence[int]] | None) -> bool:
+    """Whether a record belongs to the branch of ``ranges`` (its checkpoint's ``store_ranges``)."""
+    return ranges is None or seq < 0 or any(start <= seq < end for start, end in ranges)
+
+
+async def _stored_items(client: Any, prefix: Sequence[str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    while True:
+        page = await client.store.search_items(list(prefix), limit=PAGE, offset=len(items))
+        found = list(page.get("items", []))
+        items.extend(found)
+        if len(found) < PAGE:
+            return items
+
+
+def _occurrences(tag: str, records: Sequence[Mapping[str, Any]]) -> int:
+    """How many of ``records`` are the user message ``tag``: by id, or by its tagged content.
+
+    Only user messages count: a reply may quote the question, tag included.
+    """
+    return sum(
+        1
+        for record in records
+        if record.get("role") in ("user", "human")
+        and (record.get("id") == tag or str(record.get("content")).startswith(f"[{tag}]"))
+    )
+
+
+async def _check_thread(client: Any, load: ThreadLoad) -> dict[str, Any]:
+    """Where each message of a thread ended up: its working set, its topics, nowhere, twice."""
+    from langgraph_topics.stores.base_store_topics import thread_namespace
+
+    state = await client.threads.get_state(load.thread_id)
+    values = state.get("values") or {}
+    working = [
+        {"id": m.get("id"), "role": m.get("type"), "content": m.get("content")}
+        for m in values.get("messages", [])
+        if isinstance(m, Mapping)
+    ]
+    items = await _stored_items(client, thread_namespace(load.thread_id))
+    ranges = values.get("store_ranges")
+    visible = [record for seq, record in _stored_records(items) if _visible(seq, ranges)]
+    stored = [record for record in visible if record.get("type") == "message"]
+    counts: Counter[str] = Counter()
+    lost: list[str] = []
+    duplicated: list[str] = []
+    for sent in load.sent:
+        in_working = _occurrences(sent.message_id, working)
+        in_topics = _occurrences(sent.message_id, stored)
+        counts["in_working_set"] += min(in_working, 1)
+        counts["in_topics"] += min(in_topics, 1)
+        total = in_working + in_topics
+        if total == 0 and sent.error is None:
+            lost.append(sent.message_id)
+        elif total > 1:
+            duplicated.append(sent.message_id)
+    return {
+        "thread_id": load.thread_id,
+        "sent": len(load.sent),
+        "failed": sum(1 for s in load.sent if s.error is not None),
+        "lost": lost,
+        "duplicated": duplicated,
+        "in_working_set": counts["in_working_set"],
+        "in_topics": counts["in_topics"],
+        "store_items": len(items),
+        "topics": sum(1 for record in visible if record.get("type") == "topic"),
+        "total_messages": values.get("total_messages"),
+    }
+
+
+async def _run_load(
+    url: str, config: LoadConfig, emit: Callable[[str], None]
+) -> tuple[list[ThreadLoad], list[dict[str, Any]], float, bool]:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=url, timeout=config.run_timeout)
+    texts = turn_texts()
+    loads = [ThreadLoad(number=n) for n in range(config.threads)]
+    progress = _Progress(config.threads * config.turns, emit)
+    started = time.monotonic()
+    deadline = started + config.timeout
+    await asyncio.gather(
+        *(
+            _drive_thread(client, load, config.turns, texts, deadline, config.run_timeout, progress)
+            for load in loads
+        )
+    )
+    wall = time.monotonic() - started
+    timed_out = any(len(load.sent) < config.turns for load in loads)
+    emit("server-load: checking every message of every thread …")
+    checks = [await _check_thread(client, load) for load in loads if load.thread_id]
+    return loads, checks, wall, timed_out
+
+
+def run_server_load(config: LoadConfig, emit: Callable[[str], None]) -> dict[str, Any]:
+    """Start ``langgraph dev``, run the load, check every message; the report as a dict.
+
+    Raises:
+        ServerStartError: ``langgraph dev`` could not start (not installed, or it failed).
+    """
+    if importlib.util.find_spec("langgraph_sdk") is None:
+        raise ServerStartError(
+            "langgraph-sdk is missing: pip install 'langgraph-cli[inmem]' langgraph-sdk"
+        )
+    work = config.keep or Path(tempfile.mkdtemp(prefix="bench-server-load-"))
+    keep = config.keep is not None
+    try:
+        emit(f"server-load: starting langgraph dev (data in {work / 'data'}) …")
+        with running_dev_server(
+            work / "server",
+            config=config.config,
+            env=server_env(work / "data", config.budget),
+            startup_timeout=config.startup_timeout,
+        ) as server:
+            emit(
+                f"server-load: {server.url}: {config.threads} threads × {config.turns} turns "
+                f"(timeout {config.timeout:.0f}s)"
+            )
+            loads, checks, wall, timed_out = asyncio.run(_run_load(server.url, config, emit))
+    except ServerStartError:
+        keep = True  # the server's log stays for reading
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return _report(config, loads, checks, wall, timed_out)
+
+
+def _report(
+    config: LoadConfig,
+    loads: Sequence[ThreadLoad],
+    checks: Sequence[Mapping[str, Any]],
+    wall: float,
+    timed_out: bool,
+) -> dict[str, Any]:
+    sent = [turn for load in loads for turn in load.sent]
+    seconds = [turn.seconds for turn in sent if turn.seconds is not None]
+    errors = [f"{turn.message_id}: {turn.error}" for turn in sent if turn.error is not None]
+    lost = [tag for check in checks for tag in check["lost"]]
+    duplicated = [tag for check in checks for tag in check["duplicated"]]
+
+    def millis(share: float) -> float | None:
+        value = percentile(seconds, share)
+        return None if value is None else round(value * 1000, 1)
+
+    return {
+        "kind": "server-load",
+        "threads": config.threads,
+        "turns": config.turns,
+        "budget": config.budget,
+        "sent": len(sent),
+        "completed": len(seconds),
+        "failed": len(errors),
+        "lost": len(lost),
+        "duplicated": len(duplicated),
+        "in_working_set": sum(int(check["in_working_set"]) for check in checks),
+        "in_topics": sum(int(check["in_topics"]) for check in checks),
+        "topics": sum(int(check["topics"]) for check in checks),
+        "store_items": sum(int(check["store_items"]) for check in checks),
+        "latency_ms": {
+            "p50": millis(0.50),
+            "p90": millis(0.90),
+            "p99": millis(0.99),
+            "mean": round(statistics.fmean(seconds) * 1000, 1) if seconds else None,
+            "max": round(max(seconds) * 1000, 1) if seconds else None,
+        },
+        "turns_per_second": round(len(seconds) / wall, 2) if wall > 0 else None,
+        "wall_seconds": round(wall, 1),
+        "timed_out": timed_out,
+        "lost_ids": lost[:20],
+        "duplicated_ids": duplicated[:20],
+        "errors": errors[:20],
+        "per_thread": list(checks),
+    }
+
+
+def server_load_table(report: Mapping[str, Any]) -> str:
+    """The report as a plain-text table."""
+    latency = report["latency_ms"]
+
+    def shown(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f}"
+
+    table = simple_table(
+        [
+            "threads",
+            "turns",
+            "sent",
+            "failed",
+            "lost",
+            "duplicated",
+            "in topics",
+            "topics",
+            "p50 ms",
+            "p90 ms",
+            "p99 ms",
+            "turns/s",
+        ],
+        [
+            [
+                report["threads"],
+                report["turns"],
+                report["sent"],
+                report["failed"],
+                report["lost"],
+                report["duplicated"],
+                report["in_topics"],
+                report["topics"],
+                shown(latency["p50"]),
+                shown(latency["p90"]),
+                shown(latency["p99"]),
+                report["turns_per_second"],
+            ]
+        ],
+    )
+    notes = []
+    if report["timed_out"]:
+        notes.append("timed out: not every turn was sent")
+    notes.extend(f"error {line}" for line in report["errors"][:5])
+    notes.extend(f"lost {tag}" for tag in report["lost_ids"][:5])
+    notes.extend(f"duplicated {tag}" for tag in report["duplicated_ids"][:5])
+    return "\n".join([table, *notes])

@@ -1,0 +1,273 @@
+"""Per-thread locks of the ``postgres`` profile: PostgreSQL session-level advisory locks.
+
+The same two locks per thread as the embedded file locks (``thread_locks``), with the same
+meaning, but held in the shared database so that workers on different machines exclude each
+other: the writer lock for a writer's whole operation, the files lock while the thread's
+stores are written or read back.
+
+A session-level advisory lock belongs to the connection that took it, so each held lock keeps
+a connection of its own (never one of the pool's, which other threads reuse). When the holding
+process dies, its connections close and the server frees its locks: a killed worker never
+leaves a thread locked. Taking a lock polls ``pg_try_advisory_lock`` until the timeout.
+
+Refresh: a worker's stores answer from views loaded when they were opened. Where the file locks
+compare file fingerprints, these compare the shared topic store's high-water sequence number
+(``head``) with what this process saw when it last released the files lock; if another worker
+wrote in between, the cached stores are dropped and re-opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from langgraph_topics.errors import ThreadBusyError
+from langgraph_topics.stores.postgres_profile import advisory_key, unreachable
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from langgraph_topics.services import TopicServices
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.05
+"""How often a waiting acquirer asks for the lock again."""
+UNKNOWN_HEAD = -1
+"""What ``_seen`` holds when the head could not be read: never equal to a real head."""
+IDLE_CONNECTIONS = 4
+"""Lock connections kept open between holds (a turn takes two locks)."""
+
+
+class LockConnections:
+    """Connections for advisory locks, one per held lock, reused between holds."""
+
+    def __init__(self, uri: str, connect_timeout: float = 10.0) -> None:
+        self.uri = uri
+        self.connect_timeout = connect_timeout
+        self._idle: list[psycopg.Connection[Any]] = []
+        self._mutex = threading.Lock()
+
+    def take(self, *, fresh: bool = False) -> psycopg.Connection[Any]:
+        """A connection of its own: an idle one, or a new one (always when ``fresh``).
+
+        Raises:
+            StoreUnavailableError: The database cannot be reached.
+        """
+        import psycopg
+
+        while not fresh:
+            with self._mutex:
+                connection = self._idle.pop() if self._idle else None
+            if connection is None:
+                break
+            if not connection.closed and not connection.broken:
+                return connection
+        try:
+            return psycopg.connect(
+                self.uri, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+            )
+        except psycopg.Error as error:
+            raise unreachable(self.uri, error) from None
+
+    def give_back(self, connection: psycopg.Connection[Any]) -> None:
+        """Keep a connection that holds no lock for the next hold (or close it)."""
+        with self._mutex:
+            if len(self._idle) < IDLE_CONNECTIONS and not connection.closed:
+                self._idle.append(connection)
+                return
+        connection.close()
+
+    def close(self) -> None:
+        """Close the idle connections (held locks keep theirs until released)."""
+        with self._mutex:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+
+class AdvisoryLock:
+    """A re-entrant lock shared by processes and threads: one advisory lock key.
+
+    An in-process re-entrant lock in front lets the holding thread take it again (``chat``
+    inside ``writing``) and keeps the process's other threads from polling the server.
+    """
+
+    def __init__(self, key: int, connections: LockConnections) -> None:
+        self.key = key
+        self.connections = connections
+        self._local = threading.RLock()
+        self._connection: psycopg.Connection[Any] | None = None
+        self._depth = 0
+
+    @property
+    def depth(self) -> int:
+        """How many times the calling thread holds the lock (meaningful for the holder only)."""
+        return self._depth
+
+    def acquire(self, timeout: float) -> bool:
+        """Take the lock, waiting at most ``timeout`` seconds; False when it stayed taken.
+
+        Raises:
+            StoreUnavailableError: The database cannot be reached.
+        """
+        timeout = min(max(0.0, timeout), threading.TIMEOUT_MAX)
+        deadline = time.monotonic() + timeout
+        if not self._local.acquire(timeout=timeout):
+            return False
+        if self._depth:
+            self._depth += 1
+            return True
+        import psycopg
+
+        connection: psycopg.Connection[Any] | None = None
+        try:
+            connection, taken = self._first_try()
+            while not taken:
+                if time.monotonic() >= deadline:
+                    self.connections.give_back(connection)
+                    self._local.release()
+                    return False
+                time.sleep(POLL_SECONDS)
+                taken = self._try(connection)
+        except BaseException as error:
+            if connection is not None:
+                connection.close()  # closing the session frees the lock if it was taken
+            self._local.release()
+            if isinstance(error, psycopg.OperationalError):
+                raise unreachable(self.connections.uri, error) from None
+            raise
+        self._connection, self._depth = connection, 1
+        return True
+
+    def _first_try(self) -> tuple[psycopg.Connection[Any], bool]:
+        """A connection and whether it took the lock at once.
+
+        An idle connection the server dropped meanwhile (a restart) is replaced, once.
+        """
+        import psycopg
+
+        connection = self.connections.take()
+        try:
+            return connection, self._try(connection)
+        except psycopg.OperationalError:
+            connection.close()
+        connection = self.connections.take(fresh=True)
+        try:
+            return connection, self._try(connection)
+        except BaseException:
+            connection.close()
+            raise
+
+    def _try(self, connection: psycopg.Connection[Any]) -> bool:
+        row = connection.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
+        return bool(row and row[0])
+
+    def release(self) -> None:
+        """Release one hold; the advisory lock goes with the last one."""
+        self._depth -= 1
+        if self._depth == 0 and self._connection is not None:
+            connection, self._connection = self._connection, None
+            try:
+                connection.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+            except Exception:
+                connection.close()  # the session ends, and the lock with it
+            else:
+                self.connections.give_back(connection)
+            finally:
+                self._local.release()
+            return
+        self._local.release()
+
+
+class AdvisoryThreadLocks:
+    """The writer and files locks of every thread, as advisory locks (see the module docstring).
+
+    Args:
+        services: Whose cached stores are dropped when another worker wrote the thread.
+        timeout_seconds: How long to wait for a lock before ``ThreadBusyError``.
+        uri: The database the locks are taken in (the profile's).
+        head_of: The shared topic store's high-water sequence number of a thread.
+    """
+
+    def __init__(
+        self,
+        services: TopicServices,
+        timeout_seconds: float,
+        uri: str,
+        head_of: Callable[[str], int],
+    ) -> None:
+        self.services = services
+        self.timeout_seconds = timeout_seconds
+        self.head_of = head_of
+        self.connections = LockConnections(uri)
+        self._locks: dict[tuple[str, str], AdvisoryLock] = {}
+        self._seen: dict[str, int] = {}
+        """The store's head when this process last released each thread's files lock."""
+        self._mutex = threading.Lock()
+
+    @contextmanager
+    def writer(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's writer lock (re-entrant within the holding thread).
+
+        Raises:
+            ThreadBusyError: Another writer kept it longer than the timeout.
+        """
+        with self._hold(thread_id, "writer"):
+            yield
+
+    @contextmanager
+    def files(self, thread_id: str) -> Iterator[None]:
+        """Hold the thread's files lock, with stores that show every other worker's writes.
+
+        Raises:
+            ThreadBusyError: Another worker kept it longer than the timeout.
+        """
+        with self._hold(thread_id, "files") as outermost:
+            if outermost:
+                self._refresh(thread_id)
+            try:
+                yield
+            finally:
+                if outermost:
+                    self._remember_head(thread_id)
+
+    def close(self) -> None:
+        """Close the idle lock connections."""
+        self.connections.close()
+
+    def _remember_head(self, thread_id: str) -> None:
+        try:
+            self._seen[thread_id] = self.head_of(thread_id)
+        except Exception:  # unknown: the next hold re-opens the stores (and reports the error)
+            log.warning("thread %s: could not read the topic store's head", thread_id)
+            self._seen[thread_id] = UNKNOWN_HEAD
+
+    def _refresh(self, thread_id: str) -> None:
+        """Drop the cached stores if another worker wrote since this one last held the lock."""
+        seen = self._seen.get(thread_id)
+        if seen is not None and seen != self.head_of(thread_id):
+            self.services.forget_stores(thread_id)
+
+    def _lock(self, thread_id: str, kind: str) -> AdvisoryLock:
+        with self._mutex:
+            lock = self._locks.get((thread_id, kind))
+            if lock is None:
+                key = advisory_key(f"langgraph-topics:{kind}:{thread_id}")
+                lock = self._locks[(thread_id, kind)] = AdvisoryLock(key, self.connections)
+            return lock
+
+    @contextmanager
+    def _hold(self, thread_id: str, kind: str) -> Iterator[bool]:
+        """Take one of the thread's locks; yields whether this is the outermost hold."""
+        lock = self._lock(thread_id, kind)
+        if not lock.acquire(self.timeout_seconds):
+            raise ThreadBusyError(f"thread {thread_id!r} is busy: another process is writing it")
+        try:
+            yield lock.depth == 1
+        finally:
+            lock.release()
