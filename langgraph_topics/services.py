@@ -7,8 +7,6 @@ serves, so the graph runs anywhere with no extra wiring.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -53,6 +51,7 @@ from langgraph_topics.stores.protocols import (
 )
 from langgraph_topics.stores.seq_ranges import SeqRanges, normalize
 from langgraph_topics.thread_ids import check_thread_id
+from langgraph_topics.thread_ids import thread_directory_name as thread_directory_name  # re-export
 from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import RoleStatsCollector
 from langgraph_topics.workflow.sources import WorkflowSources
@@ -79,13 +78,6 @@ class ThreadStores:
     """Embeddings and lexical statistics of the split messages (seed 004 §3)."""
     namespace_store: NamespaceStore = field(default_factory=InMemoryNamespaceStore)
     """Full texts of large tool results, by reference (seed 001 T2)."""
-
-
-def thread_directory_name(thread_id: str) -> str:
-    """A file-system-safe, collision-free directory name for a thread id."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", thread_id)[:48]
-    digest = hashlib.sha1(thread_id.encode("utf-8")).hexdigest()[:10]
-    return f"{safe}-{digest}"
 
 
 def thread_directory(data_dir: Path, thread_id: str) -> Path:

@@ -23,17 +23,22 @@ from __future__ import annotations
 
 import os
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from langgraph_topics.errors import ThreadBusyError
 from langgraph_topics.services import TopicServices, thread_directory_name
 from langgraph_topics.stores.file_lock import FileLock
+from langgraph_topics.stores.reentrant_lock import ReentrantLock
 
 WRITER_LOCK_FILE = ".lock"
 FILES_LOCK_FILE = ".files.lock"
+
+LockKind = Literal["writer", "files"]
+LOCK_FILES: dict[LockKind, str] = {"writer": WRITER_LOCK_FILE, "files": FILES_LOCK_FILE}
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
 """Path, size, modification time and inode of every file of a thread's stores."""
@@ -83,8 +88,12 @@ class ThreadLocking(Protocol):
         ...
 
 
-class ThreadLocks:
-    """The writer and file locks of every thread of one memory (see the module docstring).
+class ThreadLockPair(ABC):
+    """The writer and files locks of every thread, on re-entrant locks shared by processes.
+
+    What differs between the file locks and the advisory locks: where a lock lives
+    (``_lock``), and how a process tells that another one wrote the thread since it last held
+    the files lock (``_refresh`` when the lock is taken, ``_remember`` when it is let go).
 
     Args:
         services: Whose cached stores are dropped when another process changed them.
@@ -94,14 +103,6 @@ class ThreadLocks:
     def __init__(self, services: TopicServices, timeout_seconds: float) -> None:
         self.services = services
         self.timeout_seconds = timeout_seconds
-        self._locks: dict[Path, FileLock] = {}
-        self._seen: dict[str, Fingerprint] = {}
-        """How each thread's files looked when this process last released its file lock."""
-        self._mutex = threading.Lock()
-
-    def directory(self, thread_id: str) -> Path:
-        """The thread's directory (where its lock files are)."""
-        return thread_directory(self.services.settings.data_dir, thread_id)
 
     @contextmanager
     def writer(self, thread_id: str) -> Iterator[None]:
@@ -110,24 +111,71 @@ class ThreadLocks:
         Raises:
             ThreadBusyError: Another writer kept it longer than the timeout.
         """
-        with self._hold(thread_id, WRITER_LOCK_FILE):
+        with self._hold(thread_id, "writer"):
             yield
 
     @contextmanager
     def files(self, thread_id: str) -> Iterator[None]:
-        """Hold the thread's file lock, with stores that show every other process's writes.
+        """Hold the thread's files lock, with stores that show every other process's writes.
 
         Raises:
             ThreadBusyError: Another process kept it longer than the timeout.
         """
-        with self._hold(thread_id, FILES_LOCK_FILE) as outermost:
+        with self._hold(thread_id, "files") as outermost:
             if outermost:
                 self._refresh(thread_id)
             try:
                 yield
             finally:
                 if outermost:
-                    self._seen[thread_id] = fingerprint(self.directory(thread_id))
+                    self._remember(thread_id)
+
+    @abstractmethod
+    def close(self) -> None:
+        """Let go of what the locks keep open between holds."""
+
+    @abstractmethod
+    def _lock(self, thread_id: str, kind: LockKind) -> ReentrantLock:
+        """The thread's lock of ``kind`` (the same object on every call)."""
+
+    @abstractmethod
+    def _refresh(self, thread_id: str) -> None:
+        """Drop the cached stores if another process wrote since this one last held the lock."""
+
+    @abstractmethod
+    def _remember(self, thread_id: str) -> None:
+        """Note how the thread's stores look as this process lets go of the files lock."""
+
+    @contextmanager
+    def _hold(self, thread_id: str, kind: LockKind) -> Iterator[bool]:
+        """Take one of the thread's locks; yields whether this is the outermost hold."""
+        lock = self._lock(thread_id, kind)
+        if not lock.acquire(self.timeout_seconds):
+            raise ThreadBusyError(f"thread {thread_id!r} is busy: another process is writing it")
+        try:
+            yield lock.depth == 1
+        finally:
+            lock.release()
+
+
+class ThreadLocks(ThreadLockPair):
+    """The writer and file locks of every thread of one memory (see the module docstring).
+
+    Args:
+        services: Whose cached stores are dropped when another process changed them.
+        timeout_seconds: How long to wait for a lock before ``ThreadBusyError``.
+    """
+
+    def __init__(self, services: TopicServices, timeout_seconds: float) -> None:
+        super().__init__(services, timeout_seconds)
+        self._locks: dict[Path, FileLock] = {}
+        self._seen: dict[str, Fingerprint] = {}
+        """How each thread's files looked when this process last released its file lock."""
+        self._mutex = threading.Lock()
+
+    def directory(self, thread_id: str) -> Path:
+        """The thread's directory (where its lock files are)."""
+        return thread_directory(self.services.settings.data_dir, thread_id)
 
     def close(self) -> None:
         """Nothing to close: a lock file is opened for each hold only."""
@@ -141,19 +189,12 @@ class ThreadLocks:
         if seen is not None and seen != fingerprint(self.directory(thread_id)):
             self.services.forget_stores(thread_id)
 
-    def _lock(self, path: Path) -> FileLock:
+    def _remember(self, thread_id: str) -> None:
+        self._seen[thread_id] = fingerprint(self.directory(thread_id))
+
+    def _lock(self, thread_id: str, kind: LockKind) -> FileLock:
+        path = self.directory(thread_id) / LOCK_FILES[kind]
         with self._mutex:
             if path not in self._locks:
                 self._locks[path] = FileLock(path)
             return self._locks[path]
-
-    @contextmanager
-    def _hold(self, thread_id: str, file_name: str) -> Iterator[bool]:
-        """Take one of the thread's locks; yields whether this is the outermost hold."""
-        lock = self._lock(self.directory(thread_id) / file_name)
-        if not lock.acquire(self.timeout_seconds):
-            raise ThreadBusyError(f"thread {thread_id!r} is busy: another process is writing it")
-        try:
-            yield lock.depth == 1
-        finally:
-            lock.release()

@@ -8,7 +8,6 @@ skipped with that reason.
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from langgraph_topics.bench.dev_server import free_port
 
 START_ATTEMPTS = 3
 """Ports tried: another process may take the free port found before the server binds it."""
@@ -35,12 +36,6 @@ def _binary() -> str:
     if found:
         return found
     raise ChromaUnavailable(f"no chroma command next to {sys.executable} or on PATH")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -85,7 +80,7 @@ def start_chroma() -> ChromaServer:
     directory = Path(tempfile.mkdtemp(prefix="lgt-chroma-"))
     problem = "not started"
     for _ in range(START_ATTEMPTS):
-        port = _free_port()
+        port = free_port()
         log = directory / f"server-{port}.log"
         with log.open("wb") as output:
             process = subprocess.Popen(

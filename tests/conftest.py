@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import pytest
 from chroma_server import ChromaServer, ChromaUnavailable, start_chroma
@@ -94,15 +95,29 @@ def roles(embedder: UseEmbedder) -> Roles:
     return native_roles(embedder)
 
 
+class _Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+_Server = TypeVar("_Server", bound=_Stoppable)
+
+
+def _running(
+    start: Callable[[], _Server], unavailable: type[Exception], name: str
+) -> Iterator[_Server]:
+    """Start a server for a session fixture, and stop it after (skip when it cannot start)."""
+    try:
+        server = start()
+    except unavailable as error:
+        pytest.skip(f"{name} unavailable: {error}")
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     """A real PostgreSQL server for the session (skipped, with the reason, when none can start)."""
-    try:
-        server = start_postgres()
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL unavailable: {error}")
-    yield server
-    server.stop()
+    yield from _running(start_postgres, PostgresUnavailable, "PostgreSQL")
 
 
 _databases = iter(range(1, 1_000_000))
@@ -117,12 +132,7 @@ def postgres_uri(postgres_server: PostgresServer) -> str:
 @pytest.fixture(scope="session")
 def chroma_server() -> Iterator[ChromaServer]:
     """A real Chroma server for the session (skipped, with the reason, when none can start)."""
-    try:
-        server = start_chroma()
-    except ChromaUnavailable as error:
-        pytest.skip(f"Chroma server unavailable: {error}")
-    yield server
-    server.stop()
+    yield from _running(start_chroma, ChromaUnavailable, "Chroma server")
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from langgraph_topics.bench.dev_server import free_port
 
 SERVER_ENV = "LANGGRAPH_TOPICS_TEST_POSTGRES_URI"
 """Use this server (a ``postgresql://`` URI whose user may create databases) instead."""
@@ -37,12 +38,6 @@ def _binary(name: str) -> str:
     raise PostgresUnavailable(
         f"{name} not found: install Debian's postgresql package (apt-get install postgresql)"
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -98,7 +93,7 @@ def start_postgres() -> PostgresServer:
         run_as = [runuser, "-u", "postgres", "--"]
         shutil.chown(directory, user="postgres")
     data = directory / "data"
-    port = _free_port()
+    port = free_port()
     steps = [
         [initdb, "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
         [

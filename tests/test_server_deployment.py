@@ -168,3 +168,71 @@ def test_server_load_loses_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     assert report["in_topics"] + report["in_working_set"] == 28
     assert report["latency_ms"]["p50"] is not None
     assert json.loads((tmp_path / "out" / "server-load.json").read_text())["lost"] == 0
+
+
+def test_server_load_keeps_topics_in_postgres(
+    tmp_path: Path, postgres_uri: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench server-load --postgres-uri``: the server's topics go to the database, none lost.
+
+    The ``postgres`` profile under ``langgraph dev`` (``LANGGRAPH_TOPICS_STORE=postgres``): the
+    check reads each thread's topics from the database as another worker would, and the
+    platform store stays empty.
+    """
+    from langgraph.store.postgres import PostgresStore
+
+    from langgraph_topics.cli.main import main
+    from langgraph_topics.stores.base_store_topics import stored_head
+
+    status = main(
+        [
+            "bench",
+            "server-load",
+            "--threads",
+            "2",
+            "--turns",
+            "14",
+            "--budget",
+            "600",
+            "--timeout",
+            "300",
+            "--run-timeout",
+            "120",
+            "--postgres-uri",
+            postgres_uri,
+            "--json",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert status == 0, report
+    assert report["topic_store"] == "postgres"
+    assert (report["sent"], report["completed"], report["failed"]) == (28, 28, 0)
+    assert report["lost"] == 0 and report["duplicated"] == 0
+    assert report["in_topics"] > 0 and report["topics"] > 0
+    assert report["in_topics"] + report["in_working_set"] == 28
+    assert report["platform_store_items"] == 0  # nothing went to the server's own store
+    thread_ids = [thread["thread_id"] for thread in report["per_thread"]]
+    assert len(thread_ids) == 2
+    with PostgresStore.from_conn_string(postgres_uri) as store:
+        for thread_id in thread_ids:
+            assert stored_head(store, thread_id) > 0, thread_id  # its topics are in Postgres
+
+
+def test_server_load_names_an_unreachable_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database that does not answer stops the benchmark with one line, before any server."""
+    from langgraph_topics.bench.dev_server import free_port
+    from langgraph_topics.cli.main import main
+
+    uri = f"postgresql://someone:secret@127.0.0.1:{free_port()}/nothing"
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", "server-load", "--postgres-uri", uri, "--out", str(tmp_path / "out")])
+    message = str(stopped.value)
+    assert message.startswith("server-load: --postgres-uri: cannot use PostgreSQL at ")
+    assert "secret" not in message and "\n" not in message
+    with pytest.raises(SystemExit) as refused:
+        main(["bench", "server-load", "--postgres-uri", "mysql://x/y", "--out", str(tmp_path)])
+    assert "--postgres-uri must start with postgresql://" in str(refused.value)

@@ -1,57 +1,61 @@
+"""The topic-index contract: a local Chroma directory, the in-memory index, a Chroma server.
+
+The server variant needs a real ``chroma run`` server (the ``chroma_url`` fixture) and is
+skipped, with the reason, when none can start. Server-only behaviour (URLs, distance spaces,
+a server going away) is in ``test_topic_index_server``.
+"""
+
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from indexed_topics import TOPICS, assert_same_hits, fill, ids, unique_collection
 
 from langgraph_topics.stores import ChromaTopicIndex, InMemoryTopicIndex, TopicIndex, UseEmbedder
+from langgraph_topics.stores.topic_index import open_topic_index
 
 REPO = Path(__file__).resolve().parents[1]
 
-TOPICS = {
-    "topic-stocks": (
-        "股票基本面",
-        "讨论股票的基本面分析：市盈率、市净率、财报、估值方法和行业比较。",
-    ),
-    "topic-pasta": ("Cooking pasta", "Recipes for carbonara and tomato sauce, cooking times."),
-    "topic-kyoto": ("Trip to Kyoto", "Travel plans: temples in Kyoto, rail passes, hotels."),
-    "topic-python": ("Python typing", "Python programming: asyncio, type hints and mypy."),
-}
 
-IndexFactory = Callable[[Path], TopicIndex]
+@dataclass
+class IndexOpener:
+    """Opens one index as ``TopicServices`` does: in a data directory, or on a server."""
 
+    kind: str
+    data_dir: Path
+    url: str | None
+    collection: str
+    embedder: UseEmbedder
 
-@pytest.fixture(scope="module")
-def embedder() -> UseEmbedder:
-    return UseEmbedder()
-
-
-@pytest.fixture(params=["chroma", "memory"])
-def make_index(request: pytest.FixtureRequest, embedder: UseEmbedder) -> IndexFactory:
-    def factory(path: Path) -> TopicIndex:
-        if request.param == "chroma":
-            return ChromaTopicIndex(path, embedder)
-        return InMemoryTopicIndex(embedder)
-
-    return factory
+    def __call__(self) -> TopicIndex:
+        """Open the index: each call a new handle on the same entries (but for ``memory``)."""
+        if self.kind == "memory":
+            return InMemoryTopicIndex(self.embedder)
+        return open_topic_index(self.data_dir, self.url, self.embedder, self.collection)
 
 
-def fill(index: TopicIndex, statuses: dict[str, str] | None = None) -> None:
-    for topic_id, (name, brief) in TOPICS.items():
-        index.upsert(topic_id, name, brief, status=(statuses or {}).get(topic_id, "active"))
+@pytest.fixture(params=["local", "memory", "server"])
+def make_index(
+    request: pytest.FixtureRequest, embedder: UseEmbedder, tmp_path: Path
+) -> IndexOpener:
+    """Opens indexes of one kind, on a data directory (or collection) of this test's own."""
+    # Looked up only for the server, so that the other kinds run without one.
+    url = request.getfixturevalue("chroma_url") if request.param == "server" else None
+    return IndexOpener(request.param, tmp_path, url, unique_collection(), embedder)
 
 
-def ids(hits: Sequence[tuple[str, float]]) -> list[str]:
-    return [topic_id for topic_id, _ in hits]
+on_chroma = pytest.mark.parametrize("make_index", ["local", "server"], indirect=True)
+"""For tests that open an index twice: the in-memory one keeps nothing between opens."""
 
 
-def test_empty_index(make_index: IndexFactory, tmp_path: Path) -> None:
-    index = make_index(tmp_path / "chroma")
+def test_empty_index(make_index: IndexOpener) -> None:
+    index = make_index()
     assert index.count() == 0
     assert index.search("anything", k=5) == []
     assert index.search("anything", k=5, exclude_status=()) == []
@@ -70,8 +74,8 @@ def test_empty_index(make_index: IndexFactory, tmp_path: Path) -> None:
         ("type hints in python code", "topic-python"),
     ],
 )
-def test_ranking(make_index: IndexFactory, tmp_path: Path, query: str, best: str) -> None:
-    index = make_index(tmp_path / "chroma")
+def test_ranking(make_index: IndexOpener, query: str, best: str) -> None:
+    index = make_index()
     fill(index)
     hits = index.search(query, k=10)  # k above the count is fine
     assert len(hits) == len(TOPICS)
@@ -84,8 +88,8 @@ def test_ranking(make_index: IndexFactory, tmp_path: Path, query: str, best: str
     assert index.search(query, k=0) == []
 
 
-def test_status_filtering(make_index: IndexFactory, tmp_path: Path) -> None:
-    index = make_index(tmp_path / "chroma")
+def test_status_filtering(make_index: IndexOpener) -> None:
+    index = make_index()
     fill(index, {"topic-stocks": "archived", "topic-kyoto": "dormant"})
     assert "topic-stocks" not in ids(index.search("股市估值", k=10))
     assert "topic-kyoto" in ids(index.search("股市估值", k=10))
@@ -95,16 +99,14 @@ def test_status_filtering(make_index: IndexFactory, tmp_path: Path) -> None:
 
     index.set_status("topic-stocks", "active")
     assert ids(index.search("股市估值", k=1)) == ["topic-stocks"]
-    index.set_status("topic-pasta", "archived")
-    index.set_status("topic-python", "archived")
-    index.set_status("topic-kyoto", "archived")
-    index.set_status("topic-stocks", "archived")
+    for topic_id in TOPICS:
+        index.set_status(topic_id, "archived")
     assert index.search("股市估值", k=3) == []
     assert index.count() == len(TOPICS)
 
 
-def test_upsert_replaces_and_remove(make_index: IndexFactory, tmp_path: Path) -> None:
-    index = make_index(tmp_path / "chroma")
+def test_upsert_replaces_and_remove(make_index: IndexOpener) -> None:
+    index = make_index()
     fill(index)
     index.upsert("topic-pasta", "Japanese rail", "Shinkansen tickets and JR pass", status="active")
     assert index.count() == len(TOPICS)
@@ -115,46 +117,82 @@ def test_upsert_replaces_and_remove(make_index: IndexFactory, tmp_path: Path) ->
     assert "topic-pasta" not in ids(index.search("JR pass", k=10))
 
 
-def test_backends_agree(embedder: UseEmbedder, tmp_path: Path) -> None:
-    chroma = ChromaTopicIndex(tmp_path / "chroma", embedder)
+@on_chroma
+def test_agrees_with_memory_index(make_index: IndexOpener, embedder: UseEmbedder) -> None:
+    chroma = make_index()
     memory = InMemoryTopicIndex(embedder)
     fill(chroma)
     fill(memory)
     for query in ("股市估值", "pasta", "temples"):
-        chroma_hits = chroma.search(query, k=4)
-        memory_hits = memory.search(query, k=4)
-        assert ids(chroma_hits) == ids(memory_hits)
-        for (_, a), (_, b) in zip(chroma_hits, memory_hits, strict=True):
-            assert a == pytest.approx(b, abs=1e-4)
+        assert_same_hits(chroma.search(query, k=4), memory.search(query, k=4), 1e-4)
 
 
-def test_chroma_reopens_in_same_process(embedder: UseEmbedder, tmp_path: Path) -> None:
-    first = ChromaTopicIndex(tmp_path / "chroma", embedder)
+@on_chroma
+def test_hostile_ids_names_and_briefs_round_trip(make_index: IndexOpener) -> None:
+    hostile = {
+        "a/b?c=d#e%20f &": ("名前 / ? #", "brief with\nnewlines\tand 'quotes' \"double\""),
+        "../../etc/passwd": ("'; DROP TABLE collections; --", '{"$nin": ["archived"]}'),
+        "id with spaces 🎉\u200b": ("\x00nul name", "emoji 🎉 and NUL \x00 in the brief"),
+        "x" * 2000: ("long id", "Travel plans: temples in Kyoto, rail passes, hotels."),
+    }
+    index = make_index()
+    for topic_id, (name, brief) in hostile.items():
+        index.upsert(topic_id, name, brief, status="active")
+    assert index.count() == len(hostile)
+    found = ids(index.search("temples in Kyoto", k=10))
+    assert sorted(found) == sorted(hostile)
+    assert found[0] == "x" * 2000
+    index.set_status("a/b?c=d#e%20f &", "archived")
+    assert "a/b?c=d#e%20f &" not in ids(index.search("anything", k=10))
+    index.remove("../../etc/passwd")
+    assert index.count() == len(hostile) - 1
+    # Reopened (as another worker would), the same ids come back byte for byte.
+    assert sorted(ids(make_index().search("x", k=10, exclude_status=()))) == sorted(
+        set(hostile) - {"../../etc/passwd"}
+    )
+
+
+@on_chroma
+def test_two_handles_in_one_process_see_each_others_writes(make_index: IndexOpener) -> None:
+    first, second = make_index(), make_index()
     fill(first, {"topic-kyoto": "archived"})
-    second = ChromaTopicIndex(tmp_path / "chroma", embedder)
     assert second.count() == len(TOPICS)
     assert ids(second.search("股市估值", k=1)) == ["topic-stocks"]
     assert "topic-kyoto" not in ids(second.search("Kyoto", k=10))
 
+    second.set_status("topic-kyoto", "active")
+    second.remove("topic-pasta")
+    second.upsert("topic-bonds", "Bonds", "债券收益率和利率", status="active")
+    assert first.count() == len(TOPICS)
+    assert ids(first.search("Kyoto temples", k=1)) == ["topic-kyoto"]
+    assert "topic-pasta" not in ids(first.search("carbonara", k=10))
+    assert ids(first.search("债券收益率", k=1)) == ["topic-bonds"]
 
-def test_chroma_reopens_in_new_process(embedder: UseEmbedder, tmp_path: Path) -> None:
-    path = tmp_path / "chroma"
-    index = ChromaTopicIndex(path, embedder, collection="briefs-test")
+
+@on_chroma
+def test_another_process_sees_and_writes_the_same_index(
+    make_index: IndexOpener, tmp_path: Path
+) -> None:
+    index = make_index()
     fill(index, {"topic-kyoto": "archived"})
     expected = index.search("股市估值", k=10)
+    assert "topic-kyoto" not in ids(expected)
 
     script = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from langgraph_topics.stores import ChromaTopicIndex, UseEmbedder\n"
-        "index = ChromaTopicIndex(Path(sys.argv[1]), UseEmbedder(), collection='briefs-test')\n"
+        "from langgraph_topics.stores import UseEmbedder\n"
+        "from langgraph_topics.stores.topic_index import open_topic_index\n"
+        "url = sys.argv[2] or None\n"
+        "index = open_topic_index(Path(sys.argv[1]), url, UseEmbedder(), sys.argv[3])\n"
         "hits = index.search('股市估值', k=10)\n"
         "index.upsert('topic-new', 'Bonds', '债券收益率', status='active')\n"
         "print(json.dumps({'count': index.count(), 'hits': hits}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    arguments = [str(make_index.data_dir), make_index.url or "", make_index.collection]
     completed = subprocess.run(
-        [sys.executable, "-c", script, str(path)],
+        [sys.executable, "-c", script, *arguments],
         capture_output=True,
         text=True,
         env=env,
@@ -165,11 +203,14 @@ def test_chroma_reopens_in_new_process(embedder: UseEmbedder, tmp_path: Path) ->
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result["count"] == len(TOPICS) + 1
-    assert ids(result["hits"]) == ids(expected)
-    assert "topic-kyoto" not in ids(result["hits"])
-    for (_, a), (_, b) in zip(result["hits"], expected, strict=True):
-        assert a == pytest.approx(b, abs=1e-5)
+    assert_same_hits(result["hits"], expected, 1e-5)
 
-    # And what the other process wrote is visible to a fresh client here.
-    reopened = ChromaTopicIndex(path, embedder, collection="briefs-test")
-    assert reopened.count() == len(TOPICS) + 1
+    if make_index.url is None:
+        # This process's copy of a local collection is stale once another process wrote it.
+        ChromaTopicIndex.reload_from_disk_next_time()
+        index = make_index()
+    else:
+        # No reload: the server holds the only copy, and nothing is kept on this machine.
+        assert not (make_index.data_dir / "index").exists()
+    assert index.count() == len(TOPICS) + 1
+    assert ids(index.search("债券收益率", k=1)) == ["topic-new"]

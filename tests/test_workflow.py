@@ -417,13 +417,13 @@ def test_without_a_workflow_every_prompt_is_byte_identical_to_the_graph_without_
 ) -> None:
     from langgraph_topics import memory as memory_module
     from langgraph_topics.nodes import respond as respond_module
-    from langgraph_topics.stores import topic_store
+    from langgraph_topics.stores import topic_records
 
     def same_ids() -> None:  # topic and message ids show in the prompt: the same in both runs
         topics = iter(range(10_000))
         messages = iter(range(10_000))
         monkeypatch.setattr(
-            topic_store,
+            topic_records,
             "secrets",
             SimpleNamespace(token_hex=lambda n: f"{next(topics):0{2 * n}x}"),
         )

@@ -1,4 +1,4 @@
-"""The ``bench`` subcommand: recall, overhead, search, embedders, fanout, server-load."""
+"""The ``bench`` subcommand: recall, overhead, search, embedders, fanout, topics, server-load."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _shared(parser: argparse.ArgumentParser) -> None:
 def add_bench_parser(commands: Any) -> None:
     """Register ``bench`` and its sub-subcommands on the CLI's subparsers."""
     bench = commands.add_parser(
-        "bench", help="benchmarks: recall, overhead, search, fanout, server-load"
+        "bench", help="benchmarks: recall, overhead, search, fanout, topics, server-load"
     )
     kinds = bench.add_subparsers(dest="bench", required=True)
 
@@ -81,6 +81,24 @@ def add_bench_parser(commands: Any) -> None:
     )
     _shared(fanout)
 
+    topics = kinds.add_parser(
+        "topics", help="topic quality: evidence spread, topic shape, beside baselines"
+    )
+    topics.add_argument("data", type=Path, help="LoCoMo-format JSON file")
+    topics.add_argument(
+        "--memorybank",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="MemoryBank directory (*/memory_bank_*.json) or history file: topics per subject",
+    )
+    topics.add_argument("--budget", type=_ints, default=[2000, 8000])
+    topics.add_argument("--conversations", default=None, help="comma-separated sample ids")
+    topics.add_argument("--token-estimate", choices=["chars4", "tokenizer"], default="chars4")
+    topics.add_argument("--draws", type=int, default=20, help="seeded draws per random baseline")
+    topics.add_argument("--seed", type=int, default=0, help="seed of the random baselines")
+    _shared(topics)
+
     load = kinds.add_parser(
         "server-load", help="concurrent threads through langgraph dev; every message checked"
     )
@@ -94,6 +112,13 @@ def add_bench_parser(commands: Any) -> None:
     )
     load.add_argument("--budget", type=int, default=None, help="the server's token budget")
     load.add_argument("--config", type=Path, default=None, help="langgraph.json to serve")
+    load.add_argument(
+        "--postgres-uri",
+        default=None,
+        metavar="URI",
+        help="keep the topics in this PostgreSQL database (LANGGRAPH_TOPICS_STORE=postgres) "
+        "instead of the server's platform store; the check reads them from there",
+    )
     _shared(load)
 
 
@@ -161,6 +186,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return 0
     if args.bench == "server-load":
         return _server_load(args)
+    if args.bench == "topics":
+        return _topics(args)
     from langgraph_topics.bench.fanout import fanout_table, run_fanout
 
     report = run_fanout(
@@ -172,9 +199,42 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _topics(args: argparse.Namespace) -> int:
+    from langgraph_topics.bench.topics import TopicsConfig, run_topics
+    from langgraph_topics.bench.topics_report import plot_topics, topics_tables
+
+    if not args.data.is_file():
+        raise SystemExit(f"no such data file: {args.data}")
+    if args.memorybank is not None and not args.memorybank.exists():
+        raise SystemExit(f"no such MemoryBank directory or file: {args.memorybank}")
+    if args.draws <= 0:
+        raise SystemExit(f"--draws must be positive: {args.draws}")
+    config = TopicsConfig(
+        data=args.data,
+        budgets=args.budget,
+        memorybank=args.memorybank,
+        conversations=args.conversations.split(",") if args.conversations else None,
+        token_estimate=args.token_estimate,
+        draws=args.draws,
+        seed=args.seed,
+    )
+    report = run_topics(config, _stderr)
+    path = _write(args.out, "topics.json", report)
+    plot = plot_topics(report, args.out / "topics.png")
+    _emit(args, report, topics_tables(report))
+    _stderr(f"wrote {path} and {plot} in {report['timings']['total_seconds']} s")
+    return 0
+
+
 def _server_load(args: argparse.Namespace) -> int:
     from langgraph_topics.bench.dev_server import ServerStartError
-    from langgraph_topics.bench.server_load import LoadConfig, run_server_load, server_load_table
+    from langgraph_topics.bench.server_load import (
+        LoadConfig,
+        misplaced_items,
+        run_server_load,
+        server_load_table,
+    )
+    from langgraph_topics.errors import InputError
 
     if args.config is not None and not args.config.is_file():
         raise SystemExit(f"no such config file: {args.config}")
@@ -186,18 +246,23 @@ def _server_load(args: argparse.Namespace) -> int:
             run_timeout=args.run_timeout,
             budget=args.budget,
             config=args.config,
+            postgres_uri=args.postgres_uri,
         )
     except ValueError as error:
         raise SystemExit(str(error)) from None
     try:
         report = run_server_load(config, _stderr)
-    except ServerStartError as error:
+    except (ServerStartError, InputError) as error:  # InputError: the database is unreachable
         raise SystemExit(f"server-load: {str(error).splitlines()[0]}") from None
     path = _write(args.out, "server-load.json", report)
     _emit(args, report, server_load_table(report))
     _stderr(f"wrote {path}")
     healthy = not (
-        report["lost"] or report["duplicated"] or report["failed"] or report["timed_out"]
+        report["lost"]
+        or report["duplicated"]
+        or report["failed"]
+        or report["timed_out"]
+        or misplaced_items(report)
     )
     return 0 if healthy else 1
 

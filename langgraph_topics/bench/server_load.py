@@ -1,13 +1,15 @@
 """``bench server-load``: many threads chatting at once through ``langgraph dev``, none lost.
 
 The benchmark starts ``langgraph dev`` with the checkout's ``langgraph.json`` (offline native
-back ends, a temporary data directory), so topics go to the server's platform store. Each
-thread sends its turns one after another, the threads all at once (``langgraph-sdk``'s async
-client). Every user message is a line of the bundled demo conversation, tagged with a unique
-id. Afterwards every message of every thread is looked for, through the server, in the
-thread's working set (its state) and in its topics (the platform store): each must be found
-exactly once. The report gives the losses and duplicates, the per-turn latency (p50, p90, p99)
-and the throughput.
+back ends, a temporary data directory), so topics go to the server's platform store; with a
+PostgreSQL URI (``postgres_uri``) the server runs the ``postgres`` profile instead
+(``LANGGRAPH_TOPICS_STORE=postgres``) and the topics go to that database. Each thread sends its
+turns one after another, the threads all at once (``langgraph-sdk``'s async client). Every
+user message is a line of the bundled demo conversation, tagged with a unique id. Afterwards
+every message of every thread is looked for in the thread's working set (its state, through
+the server) and in its topics (the platform store through the server, or the database read
+directly, as another worker would): each must be found exactly once. The report gives the
+losses and duplicates, the per-turn latency (p50, p90, p99) and the throughput.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph_topics.bench.dev_server import (
     STARTUP_TIMEOUT,
@@ -31,6 +34,10 @@ from langgraph_topics.bench.dev_server import (
     running_dev_server,
 )
 from langgraph_topics.bench.report import simple_table
+from langgraph_topics.settings import POSTGRES_SCHEMES, POSTGRES_URI_ENV, STORE_ENV
+
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
 
 GRAPH_ID = "topic_memory"
 PAGE = 1000
@@ -65,12 +72,22 @@ class LoadConfig:
     startup_timeout: float = STARTUP_TIMEOUT
     keep: Path | None = None
     """Keep the server's directories here instead of a temporary directory removed after."""
+    postgres_uri: str | None = None
+    """A PostgreSQL database: the server keeps the topics there (``postgres`` profile) instead
+    of in its platform store, and the check reads them from there."""
 
     def __post_init__(self) -> None:
         if self.threads < 1 or self.turns < 1:
             raise ValueError(f"threads and turns must be at least 1: {self.threads}, {self.turns}")
         if self.timeout <= 0 or self.run_timeout <= 0:
             raise ValueError("timeout and run_timeout must be positive")
+        if self.postgres_uri is not None and not self.postgres_uri.startswith(POSTGRES_SCHEMES):
+            raise ValueError("--postgres-uri must start with postgresql:// or postgres://")
+
+    @property
+    def topic_store(self) -> str:
+        """Where the server keeps the topics: ``postgres`` or ``platform``."""
+        return "platform" if self.postgres_uri is None else "postgres"
 
 
 @dataclass
@@ -106,11 +123,17 @@ def turn_texts() -> list[str]:
     return [line["text"] for line in load_script()]
 
 
-def server_env(data_dir: Path, budget: int | None) -> dict[str, str]:
-    """The server's ``LANGGRAPH_TOPICS_*`` variables: offline back ends, platform store."""
+def server_env(
+    data_dir: Path, budget: int | None, postgres_uri: str | None = None
+) -> dict[str, str]:
+    """The server's ``LANGGRAPH_TOPICS_*`` variables: offline back ends; the topics' store.
+
+    The topics go to the platform store, or with ``postgres_uri`` to that database.
+    """
     env = {name: "" for name in MODEL_VARIABLES}
     env["LANGGRAPH_TOPICS_DATA_DIR"] = str(data_dir)
-    env["LANGGRAPH_TOPICS_STORE"] = ""  # unset: the topics go to the platform store
+    env[STORE_ENV] = "" if postgres_uri is None else "postgres"  # empty: the platform store
+    env[POSTGRES_URI_ENV] = postgres_uri or ""
     if budget is not None:
         env["LANGGRAPH_TOPICS_BUDGET"] = str(budget)
     return env
@@ -188,7 +211,10 @@ async def _drive_thread(
 
 
 def _stored_records(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
-    """The topic records of a thread's store items as ``(seq, record)`` (see base_store_topics)."""
+    """The topic records of a thread's platform-store items as ``(seq, record)``.
+
+    The items come as ``langgraph-sdk`` returns them (dicts); see ``base_store_topics``.
+    """
     records: list[tuple[int, dict[str, Any]]] = []
     for item in items:
         value = item.get("value")
@@ -233,8 +259,55 @@ def _occurrences(tag: str, records: Sequence[Mapping[str, Any]]) -> int:
     )
 
 
-async def _check_thread(client: Any, load: ThreadLoad) -> dict[str, Any]:
-    """Where each message of a thread ended up: its working set, its topics, nowhere, twice."""
+def _platform_head(items: Sequence[Mapping[str, Any]]) -> int:
+    """The high-water mark among a thread's platform-store items (0: none)."""
+    from langgraph_topics.stores.base_store_topics import HEAD_KEY
+
+    for item in items:
+        value = item.get("value")
+        if item.get("key") == HEAD_KEY and isinstance(value, Mapping):
+            seq = value.get("seq")
+            return seq if isinstance(seq, int) else 0
+    return 0
+
+
+@dataclass
+class _ThreadTopics:
+    """A thread's topic records as the check reads them, from whichever store held them."""
+
+    records: list[tuple[int, dict[str, Any]]]
+    """Every record of every branch, as ``(seq, record)``."""
+    head: int
+    items: int
+    """Items under the thread's namespace (the records and the head)."""
+    readable: set[str] | None = None
+    """The message ids a worker reading the thread's branch sees (``None``: not checked)."""
+
+
+def _database_topics(store: BaseStore, thread_id: str, ranges: Any) -> _ThreadTopics:
+    """A thread's topics read from the database, by the store class every worker reads with."""
+    from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
+
+    view = BaseStoreTopicStore(store, thread_id, visible=ranges)
+    records = [(r.seq, {**r.record, "topic": r.topic}) for r in view.stored_records()]
+    head = view.known_head()
+    return _ThreadTopics(
+        records=records,
+        head=head,
+        items=len(records) + int(head > 0),
+        readable=set(view.message_ids()),
+    )
+
+
+async def _check_thread(
+    client: Any, load: ThreadLoad, database: BaseStore | None
+) -> dict[str, Any]:
+    """Where each message of a thread ended up: its working set, its topics, nowhere, twice.
+
+    The topics are read from ``database`` when the server kept them there, else from the
+    server's platform store; a message counts as found in the topics only if a worker reading
+    the thread's branch sees it too.
+    """
     from langgraph_topics.stores.base_store_topics import thread_namespace
 
     state = await client.threads.get_state(load.thread_id)
@@ -244,16 +317,28 @@ async def _check_thread(client: Any, load: ThreadLoad) -> dict[str, Any]:
         for m in values.get("messages", [])
         if isinstance(m, Mapping)
     ]
-    items = await _stored_items(client, thread_namespace(load.thread_id))
     ranges = values.get("store_ranges")
-    visible = [record for seq, record in _stored_records(items) if _visible(seq, ranges)]
+    platform_items = await _stored_items(client, thread_namespace(load.thread_id))
+    if database is None:
+        topics = _ThreadTopics(
+            records=_stored_records(platform_items),
+            head=_platform_head(platform_items),
+            items=len(platform_items),
+        )
+    else:
+        topics = _database_topics(database, load.thread_id, ranges)
+    visible = [record for seq, record in topics.records if _visible(seq, ranges)]
     stored = [record for record in visible if record.get("type") == "message"]
     counts: Counter[str] = Counter()
     lost: list[str] = []
     duplicated: list[str] = []
+    unreadable: list[str] = []
     for sent in load.sent:
         in_working = _occurrences(sent.message_id, working)
         in_topics = _occurrences(sent.message_id, stored)
+        if in_topics and topics.readable is not None and sent.message_id not in topics.readable:
+            unreadable.append(sent.message_id)
+            in_topics = 0  # stored, but no worker would ever read it back: as good as lost
         counts["in_working_set"] += min(in_working, 1)
         counts["in_topics"] += min(in_topics, 1)
         total = in_working + in_topics
@@ -267,16 +352,19 @@ async def _check_thread(client: Any, load: ThreadLoad) -> dict[str, Any]:
         "failed": sum(1 for s in load.sent if s.error is not None),
         "lost": lost,
         "duplicated": duplicated,
+        "unreadable": unreadable,
         "in_working_set": counts["in_working_set"],
         "in_topics": counts["in_topics"],
-        "store_items": len(items),
+        "store_items": topics.items,
+        "stored_head": topics.head,
+        "platform_store_items": len(platform_items),
         "topics": sum(1 for record in visible if record.get("type") == "topic"),
         "total_messages": values.get("total_messages"),
     }
 
 
 async def _run_load(
-    url: str, config: LoadConfig, emit: Callable[[str], None]
+    url: str, config: LoadConfig, emit: Callable[[str], None], database: BaseStore | None
 ) -> tuple[list[ThreadLoad], list[dict[str, Any]], float, bool]:
     from langgraph_sdk import get_client
 
@@ -295,8 +383,50 @@ async def _run_load(
     wall = time.monotonic() - started
     timed_out = any(len(load.sent) < config.turns for load in loads)
     emit("server-load: checking every message of every thread …")
-    checks = [await _check_thread(client, load) for load in loads if load.thread_id]
+    checks = [await _check_thread(client, load, database) for load in loads if load.thread_id]
     return loads, checks, wall, timed_out
+
+
+@contextmanager
+def opened_database(uri: str | None) -> Iterator[BaseStore | None]:
+    """The topics' database opened as another worker would (``None`` without a URI).
+
+    Its tables are created if missing, before the server starts, so that the check can read
+    the database even if no run ever reached it.
+
+    Raises:
+        StoreUnavailableError: The database cannot be reached or set up (one line, no password),
+            or the ``postgres`` extra is not installed.
+    """
+    if uri is None:
+        yield None
+        return
+    from langgraph_topics.stores.postgres_profile import (
+        CONNECT_TIMEOUT_SECONDS,
+        StoreUnavailableError,
+        redacted,
+    )
+
+    try:
+        import psycopg
+        from langgraph.store.postgres import PostgresStore
+    except ImportError as error:
+        raise StoreUnavailableError(
+            f"--postgres-uri needs {error.name or 'psycopg'}: "
+            'pip install "langgraph-topics[postgres]"'
+        ) from None
+    with ExitStack() as stack:
+        try:
+            # A plain connection first: it fails at once, with a timeout, where the store's hangs.
+            psycopg.connect(uri, connect_timeout=int(CONNECT_TIMEOUT_SECONDS)).close()
+            store = stack.enter_context(PostgresStore.from_conn_string(uri))
+            store.setup()
+        except psycopg.Error as error:
+            detail = " ".join(str(error).split()) or type(error).__name__
+            raise StoreUnavailableError(
+                f"--postgres-uri: cannot use PostgreSQL at {redacted(uri)}: {detail[:200]}"
+            ) from None
+        yield store
 
 
 def run_server_load(config: LoadConfig, emit: Callable[[str], None]) -> dict[str, Any]:
@@ -304,6 +434,7 @@ def run_server_load(config: LoadConfig, emit: Callable[[str], None]) -> dict[str
 
     Raises:
         ServerStartError: ``langgraph dev`` could not start (not installed, or it failed).
+        StoreUnavailableError: ``config.postgres_uri`` cannot be reached or set up.
     """
     if importlib.util.find_spec("langgraph_sdk") is None:
         raise ServerStartError(
@@ -312,18 +443,24 @@ def run_server_load(config: LoadConfig, emit: Callable[[str], None]) -> dict[str
     work = config.keep or Path(tempfile.mkdtemp(prefix="bench-server-load-"))
     keep = config.keep is not None
     try:
-        emit(f"server-load: starting langgraph dev (data in {work / 'data'}) …")
-        with running_dev_server(
-            work / "server",
-            config=config.config,
-            env=server_env(work / "data", config.budget),
-            startup_timeout=config.startup_timeout,
-        ) as server:
+        with opened_database(config.postgres_uri) as database:
             emit(
-                f"server-load: {server.url}: {config.threads} threads × {config.turns} turns "
-                f"(timeout {config.timeout:.0f}s)"
+                f"server-load: starting langgraph dev (data in {work / 'data'}, topics in "
+                f"{_topic_store_label(config)}) …"
             )
-            loads, checks, wall, timed_out = asyncio.run(_run_load(server.url, config, emit))
+            with running_dev_server(
+                work / "server",
+                config=config.config,
+                env=server_env(work / "data", config.budget, config.postgres_uri),
+                startup_timeout=config.startup_timeout,
+            ) as server:
+                emit(
+                    f"server-load: {server.url}: {config.threads} threads × {config.turns} "
+                    f"turns (timeout {config.timeout:.0f}s)"
+                )
+                loads, checks, wall, timed_out = asyncio.run(
+                    _run_load(server.url, config, emit, database)
+                )
     except ServerStartError:
         keep = True  # the server's log stays for reading
         raise
@@ -331,6 +468,15 @@ def run_server_load(config: LoadConfig, emit: Callable[[str], None]) -> dict[str
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
     return _report(config, loads, checks, wall, timed_out)
+
+
+def _topic_store_label(config: LoadConfig) -> str:
+    """Where the topics go, for people: the platform store, or the database (no password)."""
+    if config.postgres_uri is None:
+        return "the platform store"
+    from langgraph_topics.stores.postgres_profile import redacted
+
+    return f"PostgreSQL {redacted(config.postgres_uri)}"
 
 
 def _report(
@@ -344,6 +490,7 @@ def _report(
     seconds = [turn.seconds for turn in sent if turn.seconds is not None]
     errors = [f"{turn.message_id}: {turn.error}" for turn in sent if turn.error is not None]
     lost = [tag for check in checks for tag in check["lost"]]
+    unreadable = [tag for check in checks for tag in check["unreadable"]]
     duplicated = [tag for check in checks for tag in check["duplicated"]]
 
     def millis(share: float) -> float | None:
@@ -355,6 +502,8 @@ def _report(
         "threads": config.threads,
         "turns": config.turns,
         "budget": config.budget,
+        "topic_store": config.topic_store,
+        "topic_store_at": _topic_store_label(config),
         "sent": len(sent),
         "completed": len(seconds),
         "failed": len(errors),
@@ -364,6 +513,7 @@ def _report(
         "in_topics": sum(int(check["in_topics"]) for check in checks),
         "topics": sum(int(check["topics"]) for check in checks),
         "store_items": sum(int(check["store_items"]) for check in checks),
+        "platform_store_items": sum(int(check["platform_store_items"]) for check in checks),
         "latency_ms": {
             "p50": millis(0.50),
             "p90": millis(0.90),
@@ -375,10 +525,16 @@ def _report(
         "wall_seconds": round(wall, 1),
         "timed_out": timed_out,
         "lost_ids": lost[:20],
+        "unreadable_ids": unreadable[:20],
         "duplicated_ids": duplicated[:20],
         "errors": errors[:20],
         "per_thread": list(checks),
     }
+
+
+def misplaced_items(report: Mapping[str, Any]) -> int:
+    """Items in the platform store of a run whose topics belong in another store (want 0)."""
+    return 0 if report["topic_store"] == "platform" else int(report["platform_store_items"])
 
 
 def server_load_table(report: Mapping[str, Any]) -> str:
@@ -420,7 +576,9 @@ def server_load_table(report: Mapping[str, Any]) -> str:
             ]
         ],
     )
-    notes = []
+    notes = [f"topics in {report['topic_store_at']}"]
+    if misplaced_items(report):
+        notes.append(f"{misplaced_items(report)} items in the platform store, expected none")
     if report["timed_out"]:
         notes.append("timed out: not every turn was sent")
     notes.extend(f"error {line}" for line in report["errors"][:5])

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from langgraph_topics.errors import ThreadBusyError
 from langgraph_topics.stores.postgres_profile import advisory_key, unreachable
+from langgraph_topics.stores.reentrant_lock import ReentrantLock, retry_until
+from langgraph_topics.thread_locks import LockKind, ThreadLockPair
 
 if TYPE_CHECKING:
     import psycopg
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.05
-"""How often a waiting acquirer asks for the lock again."""
 UNKNOWN_HEAD = -1
 """What ``_seen`` holds when the head could not be read: never equal to a real head."""
 IDLE_CONNECTIONS = 4
@@ -90,58 +88,38 @@ class LockConnections:
             connection.close()
 
 
-class AdvisoryLock:
+class AdvisoryLock(ReentrantLock):
     """A re-entrant lock shared by processes and threads: one advisory lock key.
 
-    An in-process re-entrant lock in front lets the holding thread take it again (``chat``
-    inside ``writing``) and keeps the process's other threads from polling the server.
+    The re-entrant front (``reentrant_lock``) lets the holding thread take it again and keeps
+    the process's other threads from polling the server.
+
+    ``acquire`` raises ``StoreUnavailableError`` when the database cannot be reached.
     """
 
     def __init__(self, key: int, connections: LockConnections) -> None:
+        super().__init__()
         self.key = key
         self.connections = connections
-        self._local = threading.RLock()
         self._connection: psycopg.Connection[Any] | None = None
-        self._depth = 0
 
-    @property
-    def depth(self) -> int:
-        """How many times the calling thread holds the lock (meaningful for the holder only)."""
-        return self._depth
-
-    def acquire(self, timeout: float) -> bool:
-        """Take the lock, waiting at most ``timeout`` seconds; False when it stayed taken.
-
-        Raises:
-            StoreUnavailableError: The database cannot be reached.
-        """
-        timeout = min(max(0.0, timeout), threading.TIMEOUT_MAX)
-        deadline = time.monotonic() + timeout
-        if not self._local.acquire(timeout=timeout):
-            return False
-        if self._depth:
-            self._depth += 1
-            return True
+    def _take_shared(self, deadline: float) -> bool:
         import psycopg
 
         connection: psycopg.Connection[Any] | None = None
         try:
             connection, taken = self._first_try()
-            while not taken:
-                if time.monotonic() >= deadline:
-                    self.connections.give_back(connection)
-                    self._local.release()
-                    return False
-                time.sleep(POLL_SECONDS)
-                taken = self._try(connection)
+            taken = taken or retry_until(deadline, partial(self._try, connection))
         except BaseException as error:
             if connection is not None:
                 connection.close()  # closing the session frees the lock if it was taken
-            self._local.release()
             if isinstance(error, psycopg.OperationalError):
                 raise unreachable(self.connections.uri, error) from None
             raise
-        self._connection, self._depth = connection, 1
+        if not taken:
+            self.connections.give_back(connection)
+            return False
+        self._connection = connection
         return True
 
     def _first_try(self) -> tuple[psycopg.Connection[Any], bool]:
@@ -167,24 +145,19 @@ class AdvisoryLock:
         row = connection.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
         return bool(row and row[0])
 
-    def release(self) -> None:
-        """Release one hold; the advisory lock goes with the last one."""
-        self._depth -= 1
-        if self._depth == 0 and self._connection is not None:
-            connection, self._connection = self._connection, None
-            try:
-                connection.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
-            except Exception:
-                connection.close()  # the session ends, and the lock with it
-            else:
-                self.connections.give_back(connection)
-            finally:
-                self._local.release()
+    def _release_shared(self) -> None:
+        if self._connection is None:
             return
-        self._local.release()
+        connection, self._connection = self._connection, None
+        try:
+            connection.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
+        except Exception:
+            connection.close()  # the session ends, and the lock with it
+        else:
+            self.connections.give_back(connection)
 
 
-class AdvisoryThreadLocks:
+class AdvisoryThreadLocks(ThreadLockPair):
     """The writer and files locks of every thread, as advisory locks (see the module docstring).
 
     Args:
@@ -201,8 +174,7 @@ class AdvisoryThreadLocks:
         uri: str,
         head_of: Callable[[str], int],
     ) -> None:
-        self.services = services
-        self.timeout_seconds = timeout_seconds
+        super().__init__(services, timeout_seconds)
         self.head_of = head_of
         self.connections = LockConnections(uri)
         self._locks: dict[tuple[str, str], AdvisoryLock] = {}
@@ -210,37 +182,11 @@ class AdvisoryThreadLocks:
         """The store's head when this process last released each thread's files lock."""
         self._mutex = threading.Lock()
 
-    @contextmanager
-    def writer(self, thread_id: str) -> Iterator[None]:
-        """Hold the thread's writer lock (re-entrant within the holding thread).
-
-        Raises:
-            ThreadBusyError: Another writer kept it longer than the timeout.
-        """
-        with self._hold(thread_id, "writer"):
-            yield
-
-    @contextmanager
-    def files(self, thread_id: str) -> Iterator[None]:
-        """Hold the thread's files lock, with stores that show every other worker's writes.
-
-        Raises:
-            ThreadBusyError: Another worker kept it longer than the timeout.
-        """
-        with self._hold(thread_id, "files") as outermost:
-            if outermost:
-                self._refresh(thread_id)
-            try:
-                yield
-            finally:
-                if outermost:
-                    self._remember_head(thread_id)
-
     def close(self) -> None:
         """Close the idle lock connections."""
         self.connections.close()
 
-    def _remember_head(self, thread_id: str) -> None:
+    def _remember(self, thread_id: str) -> None:
         try:
             self._seen[thread_id] = self.head_of(thread_id)
         except Exception:  # unknown: the next hold re-opens the stores (and reports the error)
@@ -253,21 +199,10 @@ class AdvisoryThreadLocks:
         if seen is not None and seen != self.head_of(thread_id):
             self.services.forget_stores(thread_id)
 
-    def _lock(self, thread_id: str, kind: str) -> AdvisoryLock:
+    def _lock(self, thread_id: str, kind: LockKind) -> AdvisoryLock:
         with self._mutex:
             lock = self._locks.get((thread_id, kind))
             if lock is None:
                 key = advisory_key(f"langgraph-topics:{kind}:{thread_id}")
                 lock = self._locks[(thread_id, kind)] = AdvisoryLock(key, self.connections)
             return lock
-
-    @contextmanager
-    def _hold(self, thread_id: str, kind: str) -> Iterator[bool]:
-        """Take one of the thread's locks; yields whether this is the outermost hold."""
-        lock = self._lock(thread_id, kind)
-        if not lock.acquire(self.timeout_seconds):
-            raise ThreadBusyError(f"thread {thread_id!r} is busy: another process is writing it")
-        try:
-            yield lock.depth == 1
-        finally:
-            lock.release()

@@ -23,7 +23,11 @@ from langgraph_topics.namespace.reference import (
     digest_of,
 )
 from langgraph_topics.stores.base_store_topics import thread_namespace
-from langgraph_topics.stores.namespace_store import CACHE_BYTES, NamespaceEntryError, _Lru
+from langgraph_topics.stores.namespace_store import (
+    CACHE_BYTES,
+    ContentCache,
+    NamespaceEntryError,
+)
 
 NAMESPACE_LABEL = "namespace"
 
@@ -41,7 +45,7 @@ class BaseStoreNamespaceStore:
         self.store = store
         self.thread_id = thread_id
         self.namespace = (*thread_namespace(thread_id), NAMESPACE_LABEL)
-        self.cache = _Lru(max_bytes)
+        self.cache = ContentCache(max_bytes)
         self._written: set[str] = set()
         """Digests this view put or read back intact: known to be stored."""
         self._lock = threading.Lock()

@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from hashlib import sha1
+from datetime import datetime
 from typing import Any, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
@@ -52,17 +50,20 @@ from langgraph_topics.stores.seq_ranges import (
     normalize,
     with_range,
 )
-from langgraph_topics.stores.topic_store import (
-    _RESERVED_KEYS,
-    TOPICS_DIR,
-    JsonlTopicStore,
-    _day,
-    _message_from_record,
-    _now,
-    _optional_str,
-    _parse_time,
+from langgraph_topics.stores.topic_records import (
+    NEVER,
+    IndexedTopic,
+    TopicRecordIndex,
+    apply_brief,
+    header_meta,
+    headless_meta,
+    link_of,
+    message_from_record,
+    order_key,
+    parse_time,
 )
-from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.stores.topic_store import JsonlTopicStore
+from langgraph_topics.thread_ids import thread_key as thread_key  # re-export
 
 logger = logging.getLogger(__name__)
 
@@ -77,19 +78,6 @@ COPY_MARK = "copy"
 """Writer part of the keys of copied records (other writers' are hex tokens)."""
 BATCH_SIZE = 1000
 """Records per ``batch`` call when records are restored (Postgres caps parameters at 65535)."""
-
-_NEVER = datetime.max.replace(tzinfo=UTC)
-
-
-def thread_key(thread_id: str) -> str:
-    """The namespace label of a thread: readable, collision-free, without ``.``.
-
-    The same as ``services.thread_directory_name`` (not imported: services imports the stores)
-    except that ``.`` becomes ``_``, since ``BaseStore`` namespace labels cannot hold one.
-    """
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", thread_id)[:48]
-    digest = sha1(thread_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"{safe}-{digest}"
 
 
 def thread_namespace(thread_id: str) -> tuple[str, ...]:
@@ -166,13 +154,9 @@ def _parse_item(item: Item) -> StoredRecord | int | None:
 
 
 @dataclass
-class _Topic:
+class _Topic(IndexedTopic):
     """What the view keeps per topic: everything (a store round trip costs more than memory)."""
 
-    meta: TopicMeta
-    seq: int
-    """Sequence number of the topic's first record: ties creation times."""
-    days: set[str] = field(default_factory=set)
     messages: list[StoredMessage] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
     order: dict[str, tuple[datetime, int]] = field(default_factory=dict)
@@ -187,7 +171,7 @@ class _Unsettled:
     """The keys and values it tried to put."""
 
 
-class BaseStoreTopicStore:
+class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
     """Topic store on a LangGraph ``BaseStore`` (see the module docstring for the layout).
 
     Implements ``TopicStore`` and ``BranchedTopicStore`` with :class:`JsonlTopicStore`'s
@@ -215,11 +199,6 @@ class BaseStoreTopicStore:
         self._load()
 
     # ------------------------------------------------------------------------------- branches
-
-    def visible_ranges(self) -> SeqRanges:
-        """The sequence numbers this store answers from: what the checkpoint records."""
-        with self._lock:
-            return list(self._ranges)
 
     def on_branch(self, ranges: SeqRanges) -> BaseStoreTopicStore:
         """The same thread as the branch whose checkpoint recorded ``ranges`` sees it.
@@ -331,10 +310,7 @@ class BaseStoreTopicStore:
 
     def _load(self) -> None:
         """Read every record of the thread and index what this branch sees."""
-        self._topics: dict[str, _Topic] = {}
-        self._locations: dict[str, str] = {}
-        self._links: list[tuple[str, str, str]] = []
-        self._ranges: SeqRanges = list(self._filter or [])
+        self._clear_index()
         self._known_head = self.head()
         records, highest = self._read_records()
         self._next_seq = max(self._known_head, highest + 1, 0)
@@ -345,19 +321,8 @@ class BaseStoreTopicStore:
         }
         for record in records:
             self._index(record)
-        # Register ids in topic order so that, should a message id ever sit in two topics, the
-        # older topic keeps it (as the JSONL store does).
-        for topic in sorted(self._topics.values(), key=_order_key):
-            for message in topic.messages:
-                owner = self._locations.setdefault(message["id"], topic.meta["id"])
-                if owner != topic.meta["id"]:
-                    logger.warning(
-                        "message %s is stored in both %s and %s; using %s",
-                        message["id"],
-                        owner,
-                        topic.meta["id"],
-                        owner,
-                    )
+        for topic in sorted(self._topics.values(), key=order_key):
+            self._register_owners(topic.meta["id"], topic.positions)
         if self._filter is None:
             self._ranges = normalize([(0, self._next_seq)])
 
@@ -410,50 +375,33 @@ class BaseStoreTopicStore:
             if topic is None:
                 if record.get("id") != topic_id:
                     logger.warning("topic %s: header names topic %r", topic_id, record.get("id"))
-                self._topics[topic_id] = _Topic(
-                    meta=_new_meta(
-                        topic_id,
-                        name=str(record.get("name", topic_id)),
-                        brief=str(record.get("brief", "")),
-                        parent_id=_optional_str(record.get("parent_id")),
-                        created_at=str(record.get("created_at") or _now()),
-                    ),
-                    seq=stored.seq,
-                )
+                self._topics[topic_id] = _Topic(meta=header_meta(topic_id, record), seq=stored.seq)
             return
         if topic is None:
             if topic_id in self._all_topic_ids:
                 return  # its header belongs to another branch: so does the topic
             logger.warning("topic %s: no header record; rebuilding metadata", topic_id)
-            created_at = str(record.get("stored_at") or _now())
-            topic = self._topics[topic_id] = _Topic(
-                meta=_new_meta(
-                    topic_id, name=topic_id, brief="", parent_id=None, created_at=created_at
-                ),
-                seq=stored.seq,
-            )
+            meta = headless_meta(topic_id, record.get("stored_at"))
+            topic = self._topics[topic_id] = _Topic(meta=meta, seq=stored.seq)
         if kind == "brief":
-            _apply_brief(topic.meta, record)
+            apply_brief(topic.meta, record)
         elif kind == "message":
-            message = _message_from_record(record)
+            message = message_from_record(record)
             if message is None:
                 logger.warning("topic %s: skipping malformed message record", topic_id)
             elif message["id"] in topic.positions:
                 logger.warning("topic %s: duplicate message id %s ignored", topic_id, message["id"])
             else:
-                _add_message(topic, message, stored.seq, str(record.get("stored_at", "")))
+                _index_message(topic, message, stored.seq, str(record.get("stored_at", "")))
         else:
             logger.warning("topic %s: skipping record of unknown type %r", topic_id, kind)
 
     def _index_link(self, stored: StoredRecord) -> None:
-        record = stored.record
-        source, target, kind = record.get("from"), record.get("to"), record.get("kind")
-        if not all(isinstance(value, str) for value in (source, target, kind)):
+        link = link_of(stored.record)
+        if link is None:
             logger.warning("link record %s is malformed; skipped", stored.key)
             return
-        link = (cast(str, source), cast(str, target), cast(str, kind))
-        if link not in self._links:
-            self._links.append(link)
+        self._take_link(link)
 
     # -------------------------------------------------------------------------------- writing
 
@@ -470,23 +418,16 @@ class BaseStoreTopicStore:
         self._known_head = self._next_seq
         return start
 
-    def _write(self, entries: Sequence[tuple[str | None, dict[str, Any]]]) -> int:
-        """Store records ``(topic id, record without seq)`` under fresh numbers, in one batch.
-
-        Returns:
-            The first record's sequence number.
-
-        Raises:
-            TypeError: A record holds something JSON cannot encode. Nothing is written then.
-        """
-        texts = [_record_text(record) for _, record in entries]
-        start = self._reserve(len(entries))
+    def _store(self, topic_id: str | None, records: list[dict[str, Any]]) -> int:
+        """Put the records in one batch (see :meth:`TopicRecordIndex._store`)."""
+        texts = [_record_text(record) for record in records]
+        start = self._reserve(len(records))
         items = [
             (
                 _record_key(start + offset, self._writer),
                 _item_value(start + offset, topic_id, record, text),
             )
-            for offset, ((topic_id, record), text) in enumerate(zip(entries, texts, strict=True))
+            for offset, (record, text) in enumerate(zip(records, texts, strict=True))
         ]
         try:
             self.store.batch(
@@ -495,7 +436,7 @@ class BaseStoreTopicStore:
         except BaseException:
             self._unsettled.append(_Unsettled(items))
             raise
-        self._ranges = with_range(self._ranges, start, start + len(entries))
+        self._ranges = with_range(self._ranges, start, start + len(records))
         return start
 
     def _settle(self) -> None:
@@ -530,242 +471,24 @@ class BaseStoreTopicStore:
         if topic is not None and stored.record.get("type") == "message" and message_id:
             self._locations.setdefault(str(message_id), topic.meta["id"])
 
-    # ---------------------------------------------------------------------------- the protocol
+    # ------------------------------------------------------- the protocol (see TopicRecordIndex)
 
-    def create_topic(
-        self, name: str, brief: str, *, parent_id: str | None = None, created_at: str | None = None
-    ) -> TopicMeta:
-        """Create an empty topic and return its metadata.
+    def _topic_id_taken(self, topic_id: str) -> bool:
+        return topic_id in self._all_topic_ids
 
-        Args:
-            name: Short topic name.
-            brief: The topic's brief (its activation fingerprint).
-            parent_id: The topic this one was split from, if any; must exist.
-            created_at: ISO-8601 creation time; now (UTC) when omitted.
+    def _store_topic(self, header: dict[str, Any], meta: TopicMeta) -> _Topic:
+        seq = self._store(meta["id"], [header])
+        self._all_topic_ids.add(meta["id"])
+        return _Topic(meta=meta, seq=seq)
 
-        Returns:
-            The new topic's metadata, with a fresh ``topic-xxxxxxxx`` id.
+    def _add_message(self, topic: _Topic, message: StoredMessage, seq: int, stored_at: str) -> None:
+        _index_message(topic, message, seq, stored_at)
 
-        Raises:
-            KeyError: ``parent_id`` names an unknown topic.
-            ValueError: ``created_at`` is not an ISO-8601 time.
-        """
-        if created_at is not None and _parse_time(created_at) is None:
-            raise ValueError(f"created_at is not an ISO-8601 time: {created_at!r}")
-        with self._lock:
-            self._settle()
-            if parent_id is not None:
-                self._topic(parent_id)
-            created = created_at or _now()
-            while True:
-                topic_id = f"topic-{secrets.token_hex(4)}"
-                if topic_id not in self._topics and topic_id not in self._all_topic_ids:
-                    break
-            record = {
-                "type": "topic",
-                "id": topic_id,
-                "name": name,
-                "brief": brief,
-                "parent_id": parent_id,
-                "created_at": created,
-            }
-            seq = self._write([(topic_id, record)])
-            self._all_topic_ids.add(topic_id)
-            meta = _new_meta(
-                topic_id, name=name, brief=brief, parent_id=parent_id, created_at=created
-            )
-            self._topics[topic_id] = _Topic(meta=meta, seq=seq)
-            return meta.copy()
+    def _loaded(self, topic: _Topic) -> tuple[list[StoredMessage], dict[str, int]]:
+        return topic.messages, topic.positions
 
-    def append(self, topic_id: str, messages: Sequence[StoredMessage]) -> None:
-        """Append messages to a topic in one batch.
-
-        Args:
-            topic_id: The topic to append to.
-            messages: Messages with ids unique across the thread.
-
-        Raises:
-            KeyError: Unknown topic.
-            ValueError: A message id is already stored, repeated within ``messages``, missing,
-                or a message uses one of the store's reserved keys. Nothing is written then.
-            TypeError: A message holds something JSON cannot encode. Nothing is written then.
-        """
-        with self._lock:
-            self._settle()
-            topic = self._topic(topic_id)
-            if not messages:
-                return
-            batch: set[str] = set()
-            for message in messages:
-                message_id = message.get("id")
-                if not isinstance(message_id, str) or not message_id:
-                    raise ValueError(f"message without a string id: {message!r:.200}")
-                if message_id in self._locations:
-                    raise ValueError(
-                        f"message {message_id!r} is already stored in "
-                        f"{self._locations[message_id]!r}"
-                    )
-                if message_id in batch:
-                    raise ValueError(f"message {message_id!r} appears twice in one append")
-                reserved = _RESERVED_KEYS.intersection(message)
-                if reserved:
-                    raise ValueError(f"message {message_id!r} uses reserved keys {reserved}")
-                batch.add(message_id)
-            stored_at = _now()
-            start = self._write(
-                [(topic_id, {"type": "message", "stored_at": stored_at, **m}) for m in messages]
-            )
-            # Memory changes only after the write succeeded, so a failed write changes nothing.
-            for offset, message in enumerate(messages):
-                copy = message.copy()
-                self._locations[copy["id"]] = topic_id
-                _add_message(topic, copy, start + offset, stored_at)
-
-    def set_brief(
-        self, topic_id: str, name: str, brief: str, *, card: SummaryCard | None = None
-    ) -> None:
-        """Replace the topic's name and brief (a new record; the last brief wins).
-
-        Args:
-            topic_id: The topic.
-            name: Its new name.
-            brief: Its new brief.
-            card: The brief as a structured card (seed 001 T3), kept on the same record.
-
-        Raises:
-            KeyError: Unknown topic.
-        """
-        with self._lock:
-            self._settle()
-            topic = self._topic(topic_id)
-            record: dict[str, Any] = {
-                "type": "brief",
-                "name": name,
-                "brief": brief,
-                "updated_at": _now(),
-            }
-            if card is not None:
-                record["card"] = card
-            self._write([(topic_id, record)])
-            _apply_brief(topic.meta, record)
-
-    def messages(self, topic_id: str) -> list[StoredMessage]:
-        """All messages of a topic, in the order they were appended.
-
-        The list is fresh; the messages are shared records, never to be mutated.
-
-        Raises:
-            KeyError: Unknown topic.
-        """
-        with self._lock:
-            self._settle()
-            return list(self._topic(topic_id).messages)
-
-    def neighbours(self, message_id: str, before: int, after: int) -> list[StoredMessage]:
-        """A stored message with up to ``before``/``after`` messages around it in its topic.
-
-        Shared records, as :meth:`messages`; ``[]`` for an unknown id.
-        """
-        with self._lock:
-            self._settle()
-            topic_id = self._locations.get(message_id)
-            if topic_id is None:
-                return []
-            topic = self._topics[topic_id]
-            place = topic.positions[message_id]
-            return topic.messages[max(0, place - before) : place + after + 1]
-
-    def get_messages(self, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
-        """Look messages up by id across all topics; unknown ids are left out."""
-        with self._lock:
-            self._settle()
-            found: dict[str, StoredMessage] = {}
-            for message_id in message_ids:
-                topic_id = self._locations.get(message_id)
-                if topic_id is None or message_id in found:
-                    continue
-                topic = self._topics[topic_id]
-                found[message_id] = topic.messages[topic.positions[message_id]].copy()
-            return found
-
-    def locate(self, message_id: str) -> str | None:
-        """Return the topic holding a message, or None."""
-        with self._lock:
-            self._settle()
-            return self._locations.get(message_id)
-
-    def message_ids(self) -> dict[str, str]:
-        """Every stored message id mapped to its topic id."""
-        with self._lock:
-            self._settle()
-            return dict(self._locations)
-
-    def topic_ids(self) -> list[str]:
-        """Ids of all topics, oldest first (by ``created_at``, then by creation order)."""
-        with self._lock:
-            self._settle()
-            return [topic.meta["id"] for topic in sorted(self._topics.values(), key=_order_key)]
-
-    def meta(self, topic_id: str) -> TopicMeta:
-        """Return a copy of a topic's metadata.
-
-        Raises:
-            KeyError: Unknown topic.
-        """
-        with self._lock:
-            self._settle()
-            return self._topic(topic_id).meta.copy()
-
-    def link(self, from_id: str, to_id: str, kind: str) -> None:
-        """Record a relation between two topics; recording the same relation again is a no-op.
-
-        Raises:
-            KeyError: Either topic is unknown.
-            ValueError: A topic linked to itself.
-        """
-        with self._lock:
-            self._settle()
-            self._topic(from_id)
-            self._topic(to_id)
-            if from_id == to_id:
-                raise ValueError(f"cannot link topic {from_id!r} to itself")
-            link = (from_id, to_id, kind)
-            if link in self._links:
-                return
-            record = {
-                "type": "link",
-                "from": from_id,
-                "to": to_id,
-                "kind": kind,
-                "created_at": _now(),
-            }
-            self._write([(None, record)])
-            self._links.append(link)
-
-    def links(self, topic_id: str) -> list[tuple[str, str]]:
-        """Relations of a topic as ``(other_id, kind)``, in either direction, oldest first."""
-        with self._lock:
-            self._settle()
-            related: list[tuple[str, str]] = []
-            for source, target, kind in self._links:
-                if topic_id in (source, target):
-                    pair = (target if source == topic_id else source, kind)
-                    if pair not in related:
-                        related.append(pair)
-            return related
-
-    def time_index(self) -> dict[str, list[str]]:
-        """Topics per day, days ascending, topics within a day oldest first.
-
-        A message counts on the day of its ``timestamp`` (in the offset it was written with) or,
-        without a readable one, on the day it was stored. Topics without messages are left out.
-        """
-        with self._lock:
-            index: dict[str, list[str]] = {}
-            for topic_id in self.topic_ids():
-                for day in self._topics[topic_id].days:
-                    index.setdefault(day, []).append(topic_id)
-            return {day: index[day] for day in sorted(index)}
+    def _catch_up(self) -> None:
+        self._settle()
 
     def transcript(self) -> list[StoredMessage]:
         """Every stored message across topics, ordered by time, then by storing order.
@@ -847,12 +570,6 @@ class BaseStoreTopicStore:
             self._load()
             return len(wanted)
 
-    def _topic(self, topic_id: str) -> _Topic:
-        try:
-            return self._topics[topic_id]
-        except KeyError:
-            raise KeyError(f"unknown topic {topic_id!r}") from None
-
 
 def copy_jsonl_topics(source: JsonlTopicStore, target: BaseStoreTopicStore) -> int:
     """Copy every record of a JSONL topic store, every branch's, into a ``BaseStore`` thread.
@@ -891,45 +608,10 @@ def _same(stored: dict[str, Any], body: dict[str, Any]) -> bool:
     return {k: v for k, v in stored.items() if k != "seq"} == carried
 
 
-def _new_meta(
-    topic_id: str, *, name: str, brief: str, parent_id: str | None, created_at: str
-) -> TopicMeta:
-    return TopicMeta(
-        id=topic_id,
-        name=name,
-        brief=brief,
-        parent_id=parent_id,
-        created_at=created_at,
-        updated_at=created_at,
-        message_count=0,
-        # Where the JSONL store would keep it: the same metadata whichever store holds it.
-        file=f"{TOPICS_DIR}/{topic_id}.jsonl",
-    )
-
-
-def _apply_brief(meta: TopicMeta, record: dict[str, Any]) -> None:
-    meta["name"] = str(record.get("name", meta["name"]))
-    meta["brief"] = str(record.get("brief", meta["brief"]))
-    meta["updated_at"] = str(record.get("updated_at", meta["updated_at"]))
-    # A brief without a card (written before cards existed) leaves none.
-    meta.pop("brief_card", None)
-    if isinstance(record.get("card"), dict):
-        meta["brief_card"] = record["card"]
-
-
-def _add_message(topic: _Topic, message: StoredMessage, seq: int, stored_at: str) -> None:
+def _index_message(topic: _Topic, message: StoredMessage, seq: int, stored_at: str) -> None:
     """Add a message to a topic's view (ids already checked)."""
     topic.positions[message["id"]] = len(topic.messages)
     topic.messages.append(message)
-    topic.meta["message_count"] += 1
-    if stored_at:
-        topic.meta["updated_at"] = stored_at
-    day = _day(message.get("timestamp")) or _day(stored_at)
-    if day is not None:
-        topic.days.add(day)
-    when = _parse_time(message.get("timestamp")) or _parse_time(stored_at) or _NEVER
+    topic.count(message, stored_at)
+    when = parse_time(message.get("timestamp")) or parse_time(stored_at) or NEVER
     topic.order[message["id"]] = (when, max(seq, 0))
-
-
-def _order_key(topic: _Topic) -> tuple[datetime, int]:
-    return _parse_time(topic.meta["created_at"]) or _NEVER, topic.seq

@@ -53,8 +53,11 @@ class NamespaceStore(Protocol):
         ...
 
 
-class _Lru:
-    """Texts by digest, bounded by their total UTF-8 size (oldest use evicted first)."""
+class ContentCache:
+    """Texts by digest, bounded by their total UTF-8 size (oldest use evicted first).
+
+    Not thread-safe: every namespace store guards it with its own lock.
+    """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
@@ -62,12 +65,14 @@ class _Lru:
         self.size = 0
 
     def get(self, digest: str) -> str | None:
+        """The text of ``digest`` if it is held (it becomes the most recently used)."""
         found = self.entries.get(digest)
         if found is not None:
             self.entries.move_to_end(digest)
         return found
 
     def add(self, digest: str, content: str) -> None:
+        """Hold ``content``, evicting the least recently used texts past ``max_bytes``."""
         size = len(content.encode("utf-8"))
         if size > self.max_bytes or digest in self.entries:
             return
@@ -89,7 +94,7 @@ class FileNamespaceStore:
 
     def __init__(self, root: Path, *, max_bytes: int = CACHE_BYTES) -> None:
         self.root = Path(root)
-        self.cache = _Lru(max_bytes)
+        self.cache = ContentCache(max_bytes)
         self._checked: set[str] = set()
         """Digests whose file was written or read back intact by this process."""
         self._lock = threading.Lock()
@@ -164,7 +169,7 @@ class InMemoryNamespaceStore:
 
     def __init__(self, base: NamespaceStore | None = None, *, max_bytes: int = CACHE_BYTES) -> None:
         self.base = base
-        self.cache = _Lru(max_bytes)
+        self.cache = ContentCache(max_bytes)
         self._lock = threading.Lock()
 
     def put(self, content: str, *, tool: str = "") -> str:

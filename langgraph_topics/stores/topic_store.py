@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -51,31 +50,35 @@ from langgraph_topics.stores.topic_catalog import (
     read_catalog,
     write_catalog,
 )
-from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.stores.topic_records import (
+    NEVER,
+    IndexedTopic,
+    TopicRecordIndex,
+    apply_brief,
+    day_of,
+    header_meta,
+    headless_meta,
+    link_of,
+    message_from_record,
+    order_key,
+    parse_time,
+)
+from langgraph_topics.stores.topic_records import TOPICS_DIR as TOPICS_DIR  # re-export
+from langgraph_topics.stores.topic_records import now as _now  # the clock tests freeze
 
 logger = logging.getLogger(__name__)
 
-TOPICS_DIR = "topics"
 LINKS_FILE = "links.jsonl"
-
-# Keys the store adds to a message line; a message carrying one of them could not be told apart
-# from the store's own bookkeeping when read back, so such messages are rejected.
-_RESERVED_KEYS = frozenset({"type", "seq", "stored_at"})
 
 
 @dataclass
-class _Topic:
+class _Topic(IndexedTopic):
     """What the index keeps per topic (messages themselves are loaded lazily)."""
 
-    meta: TopicMeta
-    seq: int
-    """Global sequence number of the topic's first record: ties creation times."""
-    days: set[str] = field(default_factory=set)
     cache: list[StoredMessage] | None = None
     """Parsed messages once someone asked for them; kept in step with appends."""
-    by_id: dict[str, StoredMessage] | None = None
     positions: dict[str, int] | None = None
-    """Each cached message's index in ``cache``, so a neighbourhood is found without a scan."""
+    """Each cached message's index in ``cache``: a message or its neighbourhood without a scan."""
     uncatalogued: int = 0
     """Bytes appended to the file (by this store) since its catalog last covered it, about."""
 
@@ -92,29 +95,9 @@ class _TopicLoading:
     """The header belongs to another branch: so does the whole file."""
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-def _parse_time(value: object) -> datetime | None:
-    """Parse an ISO-8601 time; naive times count as UTC so that they compare with aware ones."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
-def _day(value: object) -> str | None:
-    """Return a timestamp's calendar day in its own offset (the day the user saw)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value).date().isoformat()
-    except ValueError:
-        return None
+def _numbered(record: dict[str, Any], seq: int) -> dict[str, Any]:
+    """A record with its sequence number, which a line carries right after its type."""
+    return {"type": record["type"], "seq": seq, **record}
 
 
 def _encode(record: dict[str, Any]) -> bytes:
@@ -242,18 +225,11 @@ def _message_line(record: dict[str, Any]) -> MessageLine | None:
         id=message_id,
         seq=seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
         stored_at=stored_at,
-        day=_day(record.get("timestamp")) or _day(stored_at),
+        day=day_of(record.get("timestamp")) or day_of(stored_at),
     )
 
 
-def _message_from_record(record: dict[str, Any]) -> StoredMessage | None:
-    message = {key: value for key, value in record.items() if key not in _RESERVED_KEYS}
-    if not isinstance(message.get("id"), str) or not isinstance(message.get("content"), str):
-        return None
-    return cast(StoredMessage, message)
-
-
-class JsonlTopicStore:
+class JsonlTopicStore(TopicRecordIndex[_Topic]):
     """Topic store on append-only JSONL files (see the module docstring for the layout).
 
     All methods are thread-safe: topic windows read in parallel threads while the splitter
@@ -274,11 +250,8 @@ class JsonlTopicStore:
         self._topics_dir = self.root / TOPICS_DIR
         self._links_path = self.root / LINKS_FILE
         self._lock = threading.RLock()
-        self._topics: dict[str, _Topic] = {}
-        self._locations: dict[str, str] = {}
-        self._links: list[tuple[str, str, str]] = []
+        self._clear_index()
         self._next_seq = 0
-        self._ranges: SeqRanges = list(self._filter or [])
         self._topics_dir.mkdir(parents=True, exist_ok=True)
         self._load()
         if self._filter is None:
@@ -301,11 +274,6 @@ class JsonlTopicStore:
         """Count records ``[start, end)`` this store just wrote as part of its branch."""
         self._ranges = with_range(self._ranges, start, end)
 
-    def visible_ranges(self) -> SeqRanges:
-        """The sequence numbers this store answers from: what the checkpoint records."""
-        with self._lock:
-            return list(self._ranges)
-
     def on_branch(self, ranges: SeqRanges) -> JsonlTopicStore:
         """The same directory as the branch whose checkpoint recorded ``ranges`` sees it."""
         return JsonlTopicStore(self.root, visible=ranges)
@@ -325,37 +293,19 @@ class JsonlTopicStore:
             entry = self._load_topic(path)
             if entry is not None:
                 loaded.append(entry)
-        # Register ids in topic order so that, should a message id ever sit in two files, the
-        # older topic keeps it, whatever order the directory listing came in.
-        loaded.sort(key=lambda item: self._order_key(item[0]))
+        loaded.sort(key=lambda item: order_key(item[0]))
         for topic, ids in loaded:
             self._topics[topic.meta["id"]] = topic
-            if self._locations.keys().isdisjoint(ids):
-                self._locations.update(dict.fromkeys(ids, topic.meta["id"]))
-                continue
-            for message_id in ids:
-                owner = self._locations.setdefault(message_id, topic.meta["id"])
-                if owner != topic.meta["id"]:
-                    logger.warning(
-                        "message %s is stored in both %s and %s; using %s",
-                        message_id,
-                        owner,
-                        topic.meta["id"],
-                        owner,
-                    )
+            self._register_owners(topic.meta["id"], ids)
         for record in _read_records(self._links_path, repair=True):
             self._take_seq(record.get("seq"))
             if not self._visible(record):
                 continue
-            source, target, kind = record.get("from"), record.get("to"), record.get("kind")
-            if record.get("type") != "link" or not all(
-                isinstance(value, str) for value in (source, target, kind)
-            ):
+            link = link_of(record) if record.get("type") == "link" else None
+            if link is None:
                 logger.warning("%s: skipping malformed link record", self._links_path)
                 continue
-            link = (cast(str, source), cast(str, target), cast(str, kind))
-            if link not in self._links:
-                self._links.append(link)
+            self._take_link(link)
 
     def _load_topic(self, path: Path) -> tuple[_Topic, list[str]] | None:
         scan, catalogued = _scan_topic_file(path, repair=True)
@@ -444,40 +394,16 @@ class JsonlTopicStore:
             return
         topic = loading.topic
         if kind == "topic" and topic is None:
-            topic_id = path.stem
-            if record.get("id") != topic_id:
+            if record.get("id") != path.stem:
                 logger.warning("%s: header names topic %r", path, record.get("id"))
-            created_at = str(record.get("created_at") or _now())
-            loading.topic = _Topic(
-                meta=self._new_meta(
-                    topic_id,
-                    name=str(record.get("name", topic_id)),
-                    brief=str(record.get("brief", "")),
-                    parent_id=_optional_str(record.get("parent_id")),
-                    created_at=created_at,
-                ),
-                seq=seq,
-            )
+            loading.topic = _Topic(meta=header_meta(path.stem, record, clock=_now), seq=seq)
             return
         if topic is None:
-            # The header line was damaged: rebuild the topic from what follows rather than
-            # lose its messages.
             logger.warning("%s: no readable topic header; rebuilding metadata", path)
-            created_at = str(stored_at or _now())
-            topic = loading.topic = _Topic(
-                meta=self._new_meta(
-                    path.stem, name=path.stem, brief="", parent_id=None, created_at=created_at
-                ),
-                seq=seq,
-            )
+            meta = headless_meta(path.stem, stored_at, clock=_now)
+            topic = loading.topic = _Topic(meta=meta, seq=seq)
         if kind == "brief":
-            topic.meta["name"] = str(record.get("name", topic.meta["name"]))
-            topic.meta["brief"] = str(record.get("brief", topic.meta["brief"]))
-            topic.meta["updated_at"] = str(record.get("updated_at", topic.meta["updated_at"]))
-            # A brief line without a card (written before cards existed) leaves none.
-            topic.meta.pop("brief_card", None)
-            if isinstance(record.get("card"), dict):
-                topic.meta["brief_card"] = record["card"]
+            apply_brief(topic.meta, record)
         elif kind == "message":
             if line is None:
                 logger.warning("%s: skipping malformed message record", path)
@@ -495,15 +421,14 @@ class JsonlTopicStore:
         elif kind != "topic":
             logger.warning("%s: skipping record of unknown type %r", path, kind)
 
-    def _catalog_appended(self, topic: _Topic, size: int) -> None:
-        """Count bytes just appended to a topic file; past the threshold, catalog the file.
+    def _stored(self, topic: _Topic) -> None:
+        """Past ``CATALOG_REFRESH_BYTES`` appended to a topic file, catalog the file.
 
         The file is read back from the end of its catalog rather than extended from memory:
         another store (another branch) may have appended to it too. Amortised over
         ``CATALOG_REFRESH_BYTES`` of appends, a failed attempt included (it is retried only
         after as many bytes again).
         """
-        topic.uncatalogued += size
         if topic.uncatalogued <= self.CATALOG_REFRESH_BYTES:
             return
         topic.uncatalogued = 0
@@ -515,46 +440,20 @@ class JsonlTopicStore:
             return
         _save_catalog(path, scan, catalogued)
 
-    def _new_meta(
-        self, topic_id: str, *, name: str, brief: str, parent_id: str | None, created_at: str
-    ) -> TopicMeta:
-        return TopicMeta(
-            id=topic_id,
-            name=name,
-            brief=brief,
-            parent_id=parent_id,
-            created_at=created_at,
-            updated_at=created_at,
-            message_count=0,
-            file=f"{TOPICS_DIR}/{topic_id}.jsonl",
-        )
-
-    def _order_key(self, topic: _Topic) -> tuple[datetime, int]:
-        created = _parse_time(topic.meta["created_at"]) or datetime.max.replace(tzinfo=UTC)
-        return created, topic.seq
-
-    def _topic(self, topic_id: str) -> _Topic:
-        try:
-            return self._topics[topic_id]
-        except KeyError:
-            raise KeyError(f"unknown topic {topic_id!r}") from None
-
-    def _load_messages(self, topic: _Topic) -> list[StoredMessage]:
-        """Return the topic's messages, parsed from its file once and then served from memory."""
-        if topic.cache is None:
+    def _loaded(self, topic: _Topic) -> tuple[list[StoredMessage], dict[str, int]]:
+        """The topic's messages, parsed from its file once and then served from memory."""
+        if topic.cache is None or topic.positions is None:
             messages: list[StoredMessage] = []
-            by_id: dict[str, StoredMessage] = {}
             positions: dict[str, int] = {}
             for record in _read_records(self.file_path(topic.meta["id"]), repair=False):
                 if record.get("type") != "message" or not self._visible(record):
                     continue
-                message = _message_from_record(record)
-                if message is not None and message["id"] not in by_id:
+                message = message_from_record(record)
+                if message is not None and message["id"] not in positions:
                     positions[message["id"]] = len(messages)
                     messages.append(message)
-                    by_id[message["id"]] = message
-            topic.cache, topic.by_id, topic.positions = messages, by_id, positions
-        return topic.cache
+            topic.cache, topic.positions = messages, positions
+        return topic.cache, topic.positions
 
     def raw_records(self) -> list[tuple[str | None, dict[str, Any]]]:
         """Every readable record on disk, every branch's, as ``(topic id, record)``.
@@ -575,281 +474,49 @@ class JsonlTopicStore:
         """Absolute path of a topic's JSONL file (whether or not the topic exists)."""
         return self._topics_dir / f"{topic_id}.jsonl"
 
-    def create_topic(
-        self, name: str, brief: str, *, parent_id: str | None = None, created_at: str | None = None
-    ) -> TopicMeta:
-        """Create an empty topic and return its metadata.
+    # ----------------------------------------------------------------------------- writing
 
-        Args:
-            name: Short topic name.
-            brief: The topic's brief (its activation fingerprint).
-            parent_id: The topic this one was split from, if any; must exist.
-            created_at: ISO-8601 creation time; now (UTC) when omitted.
+    def _clock(self) -> str:
+        return _now()  # the module's, which tests freeze
+
+    def _topic_id_taken(self, topic_id: str) -> bool:
+        return self.file_path(topic_id).exists()
+
+    def _append_lines(
+        self, path: Path, records: list[dict[str, Any]], *, new_file: bool = False
+    ) -> tuple[int, int]:
+        """Append records under fresh sequence numbers in one durable write.
 
         Returns:
-            The new topic's metadata, with a fresh ``topic-xxxxxxxx`` id.
-
-        Raises:
-            KeyError: ``parent_id`` names an unknown topic.
-            ValueError: ``created_at`` is not an ISO-8601 time.
+            The first record's number and the bytes written.
         """
-        if created_at is not None and _parse_time(created_at) is None:
-            raise ValueError(f"created_at is not an ISO-8601 time: {created_at!r}")
-        with self._lock:
-            if parent_id is not None:
-                self._topic(parent_id)
-            created = created_at or _now()
-            while True:
-                topic_id = f"topic-{secrets.token_hex(4)}"
-                if topic_id not in self._topics and not self.file_path(topic_id).exists():
-                    break
-            seq = self._next_seq
-            record = {
-                "type": "topic",
-                "seq": seq,
-                "id": topic_id,
-                "name": name,
-                "brief": brief,
-                "parent_id": parent_id,
-                "created_at": created,
-            }
-            header = _encode(record)
-            append_durably(self.file_path(topic_id), header)
-            fsync_directory(self._topics_dir)
-            self._next_seq += 1
-            self._wrote(seq, seq + 1)
-            meta = self._new_meta(
-                topic_id, name=name, brief=brief, parent_id=parent_id, created_at=created
-            )
-            self._topics[topic_id] = _Topic(
-                meta=meta, seq=seq, cache=[], by_id={}, positions={}, uncatalogued=len(header)
-            )
-            return meta.copy()
+        start = self._next_seq
+        data = b"".join(
+            _encode(_numbered(record, start + offset)) for offset, record in enumerate(records)
+        )
+        append_durably(path, data)
+        if new_file:
+            fsync_directory(path.parent)
+        self._next_seq += len(records)
+        self._wrote(start, start + len(records))
+        return start, len(data)
 
-    def append(self, topic_id: str, messages: Sequence[StoredMessage]) -> None:
-        """Append messages to a topic in one durable write.
+    def _store(self, topic_id: str | None, records: list[dict[str, Any]]) -> int:
+        if topic_id is None:
+            return self._append_lines(self._links_path, records)[0]
+        start, size = self._append_lines(self.file_path(topic_id), records)
+        self._topics[topic_id].uncatalogued += size
+        return start
 
-        Args:
-            topic_id: The topic to append to.
-            messages: Messages with ids unique across the thread.
+    def _store_topic(self, header: dict[str, Any], meta: TopicMeta) -> _Topic:
+        seq, size = self._append_lines(self.file_path(meta["id"]), [header], new_file=True)
+        return _Topic(meta=meta, seq=seq, cache=[], positions={}, uncatalogued=size)
 
-        Raises:
-            KeyError: Unknown topic.
-            ValueError: A message id is already stored, repeated within ``messages``, missing,
-                or a message uses one of the store's reserved keys. Nothing is written then.
-            TypeError: A message holds something JSON cannot encode. Nothing is written then.
-        """
-        with self._lock:
-            topic = self._topic(topic_id)
-            if not messages:
-                return
-            batch: set[str] = set()
-            for message in messages:
-                message_id = message.get("id")
-                if not isinstance(message_id, str) or not message_id:
-                    raise ValueError(f"message without a string id: {message!r:.200}")
-                if message_id in self._locations:
-                    raise ValueError(
-                        f"message {message_id!r} is already stored in "
-                        f"{self._locations[message_id]!r}"
-                    )
-                if message_id in batch:
-                    raise ValueError(f"message {message_id!r} appears twice in one append")
-                reserved = _RESERVED_KEYS.intersection(message)
-                if reserved:
-                    raise ValueError(f"message {message_id!r} uses reserved keys {reserved}")
-                batch.add(message_id)
-            stored_at = _now()
-            data = bytearray()
-            for offset, message in enumerate(messages):
-                record = {
-                    "type": "message",
-                    "seq": self._next_seq + offset,
-                    "stored_at": stored_at,
-                    **message,
-                }
-                data += _encode(record)
-            append_durably(self.file_path(topic_id), bytes(data))
-            # Memory changes only after the write is durable, so a failed write changes nothing.
-            self._wrote(self._next_seq, self._next_seq + len(messages))
-            self._next_seq += len(messages)
-            for message in messages:
-                copy = message.copy()
-                self._locations[copy["id"]] = topic_id
-                day = _day(copy.get("timestamp")) or _day(stored_at)
-                if day is not None:
-                    topic.days.add(day)
-                if topic.cache is not None and topic.by_id is not None:
-                    if topic.positions is not None:
-                        topic.positions[copy["id"]] = len(topic.cache)
-                    topic.cache.append(copy)
-                    topic.by_id[copy["id"]] = copy
-            topic.meta["message_count"] += len(messages)
-            topic.meta["updated_at"] = stored_at
-            self._catalog_appended(topic, len(data))
-
-    def set_brief(
-        self, topic_id: str, name: str, brief: str, *, card: SummaryCard | None = None
-    ) -> None:
-        """Replace the topic's name and brief (appended; the last brief line wins).
-
-        Args:
-            topic_id: The topic.
-            name: Its new name.
-            brief: Its new brief.
-            card: The brief as a structured card (seed 001 T3), kept on the same line.
-
-        Raises:
-            KeyError: Unknown topic.
-        """
-        with self._lock:
-            topic = self._topic(topic_id)
-            updated_at = _now()
-            record: dict[str, Any] = {
-                "type": "brief",
-                "seq": self._next_seq,
-                "name": name,
-                "brief": brief,
-                "updated_at": updated_at,
-            }
-            if card is not None:
-                record["card"] = card
-            line = _encode(record)
-            append_durably(self.file_path(topic_id), line)
-            self._wrote(self._next_seq, self._next_seq + 1)
-            self._next_seq += 1
-            topic.meta["name"] = name
-            topic.meta["brief"] = brief
-            topic.meta["updated_at"] = updated_at
-            topic.meta.pop("brief_card", None)
-            if card is not None:
-                topic.meta["brief_card"] = card
-            self._catalog_appended(topic, len(line))
-
-    def messages(self, topic_id: str) -> list[StoredMessage]:
-        """All messages of a topic, in the order they were appended.
-
-        The list is fresh; the messages are the store's cached records, shared by every
-        reader and never to be mutated (copying a long topic's messages on every turn was
-        the largest cost of a turn that grows with history).
-
-        Raises:
-            KeyError: Unknown topic.
-        """
-        with self._lock:
-            return list(self._load_messages(self._topic(topic_id)))
-
-    def neighbours(self, message_id: str, before: int, after: int) -> list[StoredMessage]:
-        """A stored message with up to ``before``/``after`` messages around it in its topic.
-
-        Shared records, as :meth:`messages`; ``[]`` for an unknown id.
-        """
-        with self._lock:
-            topic_id = self._locations.get(message_id)
-            if topic_id is None:
-                return []
-            topic = self._topics[topic_id]
-            cache = self._load_messages(topic)
-            place = topic.positions.get(message_id) if topic.positions is not None else None
-            if place is None:
-                return []
-            return cache[max(0, place - before) : place + after + 1]
-
-    def get_messages(self, message_ids: Sequence[str]) -> dict[str, StoredMessage]:
-        """Look messages up by id across all topics; unknown ids are left out."""
-        with self._lock:
-            found: dict[str, StoredMessage] = {}
-            for message_id in message_ids:
-                topic_id = self._locations.get(message_id)
-                if topic_id is None or message_id in found:
-                    continue
-                topic = self._topics[topic_id]
-                self._load_messages(topic)
-                message = topic.by_id.get(message_id) if topic.by_id is not None else None
-                if message is not None:
-                    found[message_id] = message.copy()
-            return found
-
-    def locate(self, message_id: str) -> str | None:
-        """Return the topic holding a message, or None."""
-        with self._lock:
-            return self._locations.get(message_id)
-
-    def message_ids(self) -> dict[str, str]:
-        """Every stored message id mapped to its topic id."""
-        with self._lock:
-            return dict(self._locations)
-
-    def topic_ids(self) -> list[str]:
-        """Ids of all topics, oldest first (by ``created_at``, then by creation order)."""
-        with self._lock:
-            return [
-                topic.meta["id"] for topic in sorted(self._topics.values(), key=self._order_key)
-            ]
-
-    def meta(self, topic_id: str) -> TopicMeta:
-        """Return a copy of a topic's metadata.
-
-        Raises:
-            KeyError: Unknown topic.
-        """
-        with self._lock:
-            return self._topic(topic_id).meta.copy()
-
-    def link(self, from_id: str, to_id: str, kind: str) -> None:
-        """Record a relation between two topics; recording the same relation again is a no-op.
-
-        Raises:
-            KeyError: Either topic is unknown.
-            ValueError: A topic linked to itself.
-        """
-        with self._lock:
-            self._topic(from_id)
-            self._topic(to_id)
-            if from_id == to_id:
-                raise ValueError(f"cannot link topic {from_id!r} to itself")
-            link = (from_id, to_id, kind)
-            if link in self._links:
-                return
-            record = {
-                "type": "link",
-                "seq": self._next_seq,
-                "from": from_id,
-                "to": to_id,
-                "kind": kind,
-                "created_at": _now(),
-            }
-            append_durably(self._links_path, _encode(record))
-            self._wrote(self._next_seq, self._next_seq + 1)
-            self._next_seq += 1
-            self._links.append(link)
-
-    def links(self, topic_id: str) -> list[tuple[str, str]]:
-        """Relations of a topic as ``(other_id, kind)``, in either direction, oldest first.
-
-        The direction of a ``subtopic`` relation can be read from ``meta(...)["parent_id"]``.
-        """
-        with self._lock:
-            related: list[tuple[str, str]] = []
-            for source, target, kind in self._links:
-                if topic_id in (source, target):
-                    pair = (target if source == topic_id else source, kind)
-                    if pair not in related:
-                        related.append(pair)
-            return related
-
-    def time_index(self) -> dict[str, list[str]]:
-        """Topics per day, days ascending, topics within a day oldest first.
-
-        A message counts on the day of its ``timestamp`` (in the offset it was written with) or,
-        without a readable one, on the day it was stored. Topics without messages are left out.
-        """
-        with self._lock:
-            index: dict[str, list[str]] = {}
-            for topic_id in self.topic_ids():
-                for day in self._topics[topic_id].days:
-                    index.setdefault(day, []).append(topic_id)
-            return {day: index[day] for day in sorted(index)}
+    def _add_message(self, topic: _Topic, message: StoredMessage, seq: int, stored_at: str) -> None:
+        if topic.cache is not None and topic.positions is not None:
+            topic.positions[message["id"]] = len(topic.cache)
+            topic.cache.append(message)
+        topic.count(message, stored_at)
 
     # -------------------------------------------------------------------------------- extras
 
@@ -865,13 +532,13 @@ class JsonlTopicStore:
                 for record in _read_records(self.file_path(topic_id), repair=False):
                     if record.get("type") != "message" or not self._visible(record):
                         continue
-                    message = _message_from_record(record)
+                    message = message_from_record(record)
                     if message is None or self._locations.get(message["id"]) != topic_id:
                         continue
                     when = (
-                        _parse_time(message.get("timestamp"))
-                        or _parse_time(record.get("stored_at"))
-                        or datetime.max.replace(tzinfo=UTC)
+                        parse_time(message.get("timestamp"))
+                        or parse_time(record.get("stored_at"))
+                        or NEVER
                     )
                     seq = record.get("seq")
                     keyed.append((when, seq if isinstance(seq, int) else 0, message))
@@ -897,7 +564,3 @@ def _save_catalog(path: Path, scan: Catalog, catalogued: int) -> int:
         logger.warning("%s: could not write its catalog (%s)", path, error)
         return catalogued
     return scan.covered_bytes
-
-
-def _optional_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
