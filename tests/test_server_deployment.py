@@ -165,7 +165,8 @@ def test_server_load_loses_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     assert (report["sent"], report["completed"], report["failed"]) == (28, 28, 0)
     assert report["lost"] == 0 and report["duplicated"] == 0
     assert report["in_topics"] > 0 and report["topics"] > 0  # topics landed in the store
-    assert report["in_topics"] + report["in_working_set"] == 28
+    assert report["replies"] == 28 and report["unaccounted"] == []
+    assert report["in_topics"] + report["in_working_set"] == 56  # every message and reply once
     assert report["latency_ms"]["p50"] is not None
     assert json.loads((tmp_path / "out" / "server-load.json").read_text())["lost"] == 0
 
@@ -211,7 +212,8 @@ def test_server_load_keeps_topics_in_postgres(
     assert (report["sent"], report["completed"], report["failed"]) == (28, 28, 0)
     assert report["lost"] == 0 and report["duplicated"] == 0
     assert report["in_topics"] > 0 and report["topics"] > 0
-    assert report["in_topics"] + report["in_working_set"] == 28
+    assert report["replies"] == 28 and report["unaccounted"] == []
+    assert report["in_topics"] + report["in_working_set"] == 56  # every message and reply once
     assert report["platform_store_items"] == 0  # nothing went to the server's own store
     thread_ids = [thread["thread_id"] for thread in report["per_thread"]]
     assert len(thread_ids) == 2
@@ -236,3 +238,20 @@ def test_server_load_names_an_unreachable_database(
     with pytest.raises(SystemExit) as refused:
         main(["bench", "server-load", "--postgres-uri", "mysql://x/y", "--out", str(tmp_path)])
     assert "--postgres-uri must start with postgresql://" in str(refused.value)
+
+
+def test_a_reply_is_found_after_its_message() -> None:
+    from langgraph_topics.bench.server_load import reply_id
+
+    state = {
+        "messages": [
+            {"id": "u1", "type": "human"},
+            {"id": "a1", "type": "ai"},
+            {"id": "u2", "type": "human"},
+            {"id": "a2", "type": "ai"},
+        ]
+    }
+    assert reply_id(state, "u2") == "a2"
+    assert reply_id(state, "u1") == "a1"
+    assert reply_id({"messages": [{"id": "u3", "type": "human"}]}, "u3") is None
+    assert reply_id({"__error__": "boom"}, "u1") is None

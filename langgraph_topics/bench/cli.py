@@ -262,6 +262,7 @@ def _server_load(args: argparse.Namespace) -> int:
         or report["duplicated"]
         or report["failed"]
         or report["timed_out"]
+        or report["unaccounted"]
         or misplaced_items(report)
     )
     return 0 if healthy else 1

@@ -6,10 +6,12 @@ PostgreSQL URI (``postgres_uri``) the server runs the ``postgres`` profile inste
 (``LANGGRAPH_TOPICS_STORE=postgres``) and the topics go to that database. Each thread sends its
 turns one after another, the threads all at once (``langgraph-sdk``'s async client). Every
 user message is a line of the bundled demo conversation, tagged with a unique id. Afterwards
-every message of every thread is looked for in the thread's working set (its state, through
-the server) and in its topics (the platform store through the server, or the database read
-directly, as another worker would): each must be found exactly once. The report gives the
-losses and duplicates, the per-turn latency (p50, p90, p99) and the throughput.
+every user message and every reply of every thread is looked for in the thread's working set
+(its state, through the server) and in its topics (the platform store through the server, or
+the database read directly, as another worker would): each must be found exactly once, no id of
+the thread may stand twice, and the thread must account for as many messages as its durable
+count (``total_messages``) says it ever added. The report gives the losses and duplicates, the
+per-turn latency (p50, p90, p99) and the throughput.
 """
 
 from __future__ import annotations
@@ -100,6 +102,8 @@ class SentTurn:
     seconds: float | None = None
     """Wall-clock time of the run, when it completed."""
     error: str | None = None
+    reply_id: str | None = None
+    """The id of the assistant's reply the run returned (checked like the user message)."""
 
 
 @dataclass
@@ -204,10 +208,30 @@ async def _drive_thread(
             if isinstance(result, Mapping) and "__error__" in result:
                 sent.error = str(result["__error__"]).splitlines()[0]
             else:
-                sent.seconds = time.perf_counter() - started
+                sent.reply_id = reply_id(result, tag)
+                if sent.reply_id is None:
+                    sent.error = "the run returned no reply to the message"
+                else:
+                    sent.seconds = time.perf_counter() - started
         progress.tick(sent.error is not None)
         if sent.error is not None and "timed out" in sent.error:
             return  # the run may still hold the thread; more turns would only queue behind it
+
+
+def reply_id(result: object, message_id: str) -> str | None:
+    """The id of the first assistant message after ``message_id`` in a run's returned state."""
+    messages = result.get("messages") if isinstance(result, Mapping) else None
+    if not isinstance(messages, list):
+        return None
+    after = False
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        if message.get("id") == message_id:
+            after = True
+        elif after and message.get("type") == "ai" and isinstance(message.get("id"), str):
+            return str(message["id"])
+    return None
 
 
 def _stored_records(items: Sequence[Mapping[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
@@ -257,6 +281,11 @@ def _occurrences(tag: str, records: Sequence[Mapping[str, Any]]) -> int:
         if record.get("role") in ("user", "human")
         and (record.get("id") == tag or str(record.get("content")).startswith(f"[{tag}]"))
     )
+
+
+def _id_occurrences(message_id: str, records: Sequence[Mapping[str, Any]]) -> int:
+    """How many of ``records`` carry ``message_id``."""
+    return sum(1 for record in records if record.get("id") == message_id)
 
 
 def _platform_head(items: Sequence[Mapping[str, Any]]) -> int:
@@ -333,19 +362,28 @@ async def _check_thread(
     lost: list[str] = []
     duplicated: list[str] = []
     unreadable: list[str] = []
-    for sent in load.sent:
-        in_working = _occurrences(sent.message_id, working)
-        in_topics = _occurrences(sent.message_id, stored)
-        if in_topics and topics.readable is not None and sent.message_id not in topics.readable:
-            unreadable.append(sent.message_id)
+    Occurrences = Callable[[str, Sequence[Mapping[str, Any]]], int]
+    expected: list[tuple[str, str | None, Occurrences]] = [
+        (sent.message_id, sent.error, _occurrences) for sent in load.sent
+    ]
+    expected += [(sent.reply_id, None, _id_occurrences) for sent in load.sent if sent.reply_id]
+    for message_id, error, occurrences in expected:
+        in_working = occurrences(message_id, working)
+        in_topics = occurrences(message_id, stored)
+        if in_topics and topics.readable is not None and message_id not in topics.readable:
+            unreadable.append(message_id)
             in_topics = 0  # stored, but no worker would ever read it back: as good as lost
         counts["in_working_set"] += min(in_working, 1)
         counts["in_topics"] += min(in_topics, 1)
         total = in_working + in_topics
-        if total == 0 and sent.error is None:
-            lost.append(sent.message_id)
+        if total == 0 and error is None:
+            lost.append(message_id)
         elif total > 1:
-            duplicated.append(sent.message_id)
+            duplicated.append(message_id)
+    # Invariant 1 over the whole thread, not only the messages this benchmark sent: every id
+    # once, and as many as the thread's durable count says it ever added.
+    every_id = Counter(str(m["id"]) for m in [*working, *stored] if m.get("id") is not None)
+    duplicated.extend(sorted(i for i, n in every_id.items() if n > 1 and i not in duplicated))
     return {
         "thread_id": load.thread_id,
         "sent": len(load.sent),
@@ -360,6 +398,7 @@ async def _check_thread(
         "platform_store_items": len(platform_items),
         "topics": sum(1 for record in visible if record.get("type") == "topic"),
         "total_messages": values.get("total_messages"),
+        "accounted": len(every_id),
     }
 
 
@@ -492,6 +531,11 @@ def _report(
     lost = [tag for check in checks for tag in check["lost"]]
     unreadable = [tag for check in checks for tag in check["unreadable"]]
     duplicated = [tag for check in checks for tag in check["duplicated"]]
+    unaccounted = [
+        f"{check['thread_id']}: {check['accounted']} of {check['total_messages']}"
+        for check in checks
+        if check.get("total_messages") is not None and check["accounted"] != check["total_messages"]
+    ]
 
     def millis(share: float) -> float | None:
         value = percentile(seconds, share)
@@ -505,6 +549,7 @@ def _report(
         "topic_store": config.topic_store,
         "topic_store_at": _topic_store_label(config),
         "sent": len(sent),
+        "replies": sum(1 for turn in sent if turn.reply_id),
         "completed": len(seconds),
         "failed": len(errors),
         "lost": len(lost),
@@ -524,6 +569,7 @@ def _report(
         "turns_per_second": round(len(seconds) / wall, 2) if wall > 0 else None,
         "wall_seconds": round(wall, 1),
         "timed_out": timed_out,
+        "unaccounted": unaccounted[:20],
         "lost_ids": lost[:20],
         "unreadable_ids": unreadable[:20],
         "duplicated_ids": duplicated[:20],
@@ -583,5 +629,6 @@ def server_load_table(report: Mapping[str, Any]) -> str:
         notes.append("timed out: not every turn was sent")
     notes.extend(f"error {line}" for line in report["errors"][:5])
     notes.extend(f"lost {tag}" for tag in report["lost_ids"][:5])
+    notes.extend(f"messages accounted for in {line}" for line in report["unaccounted"][:5])
     notes.extend(f"duplicated {tag}" for tag in report["duplicated_ids"][:5])
     return "\n".join([table, *notes])
