@@ -3,8 +3,9 @@
 The score is seed 004's stage-2 formula with its weights; the seed scores memory files, so
 three of its structural signals are mapped onto what a topic has:
 
-- ``folder_weight`` → where the topic lives: active 1, dormant 0.5, archived 0 (a topic's
-  status is its folder);
+- ``folder_weight`` → where the topic's file lives: 1 for the live topics (active or
+  dormant: dormancy only stops the reading, seed 000 §7), 0 once archived
+  (``topics/archived/``);
 - ``content_type_weight`` → substance: ``min(1, messages / 8)``, so a one-off question and its
   answer weighs 0.25 and a discussion of 8 messages or more weighs 1 (seed 000 §4.8 names
   one-off questions as archive material);
@@ -49,7 +50,7 @@ WEIGHTS: dict[str, float] = {
 folder_weight, content_type_weight, exp(-age_days / 90), update_frequency,
 cross_reference_count."""
 
-FOLDER_WEIGHTS: dict[str, float] = {"active": 1.0, "dormant": 0.5, "archived": 0.0}
+FOLDER_WEIGHTS: dict[str, float] = {"active": 1.0, "dormant": 1.0, "archived": 0.0}
 SUBSTANTIVE_MESSAGES = 8
 """Messages from which a topic counts as a discussion rather than a one-off question."""
 DEFAULT_DECAY_DAYS = 90.0

@@ -91,7 +91,8 @@ class TopicRecord(TypedDict):
     message_count: int
     low_rounds: NotRequired[int]
     """Consecutive scored rounds the topic spent at risk of dormancy (left out at zero); it
-    falls dormant only once this reaches ``Settings.dormancy_rounds`` (seed 000 §15.6)."""
+    falls dormant only once this reaches ``Settings.dormancy_rounds`` (seed 000 §15.6). A split
+    adding messages to the topic starts the count again."""
     usage: NotRequired[TopicUsage]
     """Usage counters and user signals (absent: never used)."""
 
