@@ -65,7 +65,10 @@ def test_the_reason_names_the_average_the_threshold_and_the_stretch() -> None:
     topics = [_topic("strong", [0.9]), _topic("weak", [0.0], low_rounds=2)]
     reason = decide_dormancy(topics, SETTINGS).dormant["weak"]
     threshold = dormancy_threshold(2)
-    assert reason == f"average 0.00 under the dormancy threshold {threshold:.2f} at 2 active for 3 rounds"
+    assert (
+        reason
+        == f"average 0.00 under the dormancy threshold {threshold:.2f} at 2 active for 3 rounds"
+    )
 
 
 def test_a_round_without_a_score_does_not_advance_the_stretch() -> None:
