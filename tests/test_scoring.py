@@ -300,3 +300,16 @@ def test_cli_pin_unpin_rate_and_topics(tmp_path: Path, capsys: pytest.CaptureFix
     status, _, err = _cli(["pin", "--data-dir", str(tmp_path / "nowhere"), topic_id], capsys)
     assert status == 2 and "no such data directory" in err
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", ["pin", "unpin", "rate"])
+def test_signal_commands_show_their_examples(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_topics.cli.help_texts import EXAMPLES
+
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert stopped.value.code == 0 and f"usage: langgraph-topics {command}" in out
+    assert EXAMPLES[f"langgraph-topics {command}"].strip("\n") in out
