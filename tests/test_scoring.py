@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MemoryFactory
-from conversations import subject_records
+from conversations import SUBJECTS, subject_records
 from fakes import ActivatingResponder, with_roles
 
 from langgraph_topics import TopicMemory
@@ -313,3 +313,25 @@ def test_signal_commands_show_their_examples(
     out = capsys.readouterr().out
     assert stopped.value.code == 0 and f"usage: langgraph-topics {command}" in out
     assert EXAMPLES[f"langgraph-topics {command}"].strip("\n") in out
+
+
+def test_a_split_into_a_pinned_topic_keeps_its_signals(make_memory: MemoryFactory) -> None:
+    memory = _imported(make_memory)
+    for topic in memory.topics("t"):
+        memory.pin("t", topic["id"])
+        memory.rate("t", topic["id"], 3)
+    existing = set(memory.state("t")["topics"])
+    touched: set[str] = set()
+    lines = [q for subject in ("kyoto", "stocks") for q, _ in SUBJECTS[subject]] * 3
+    for line in lines:
+        memory.chat("t", line)
+        state = memory.state("t")
+        splits = [e for e in state["events"] if e["kind"] == "split"]
+        touched |= {t for e in splits for t in e["topic_ids"]} & existing
+        if touched:
+            break
+    assert touched, "a split added messages to an existing topic"
+    for topic_id in touched:
+        usage = state["topics"][topic_id]["usage"]
+        assert usage["pinned"] is True and usage["rating"] == 3
+        assert usage["updated"] >= 1  # and the split was counted
