@@ -463,7 +463,7 @@ class TopicMemory:
         return dict(self.graph.get_state(config).values)
 
     def topics(self, thread_id: str) -> list[TopicSummary]:
-        """Every topic of the thread with its status, size and brief."""
+        """Every topic of the thread with its status, size, brief, memory score and tier."""
         thread_id = check_thread_id(thread_id)
         with self._locks.files(thread_id):
             values = self.state(thread_id)

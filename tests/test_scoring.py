@@ -23,6 +23,7 @@ from langgraph_topics.scoring import (
     WEIGHTS,
     check_rating,
     memory_score,
+    score_topics,
     tier_of,
     turn_counts,
     with_counts,
@@ -248,7 +249,8 @@ def test_archive_tier_topics_wait_for_a_recall_cue(
     dormant = {i: {**r, "status": "dormant"} for i, r in records.items()}
     memory.graph.update_state(memory._config("t"), {"topics": dormant}, as_node="bookkeeping")
     now = memory.services.clock()
-    archive = {i for i, r in dormant.items() if memory_score(r, now).tier == "archive"}  # type: ignore[arg-type]
+    scored = score_topics(dormant, now)  # type: ignore[arg-type]
+    archive = {topic_id for topic_id, score in scored.items() if score.tier == "archive"}
     assert archive, "the 2024 conversation has old one-off topics"
 
     memory.chat("t", "How much protein should I eat per day?")
@@ -335,3 +337,16 @@ def test_a_split_into_a_pinned_topic_keeps_its_signals(make_memory: MemoryFactor
         usage = state["topics"][topic_id]["usage"]
         assert usage["pinned"] is True and usage["rating"] == 3
         assert usage["updated"] >= 1  # and the split was counted
+
+
+@pytest.mark.parametrize("store_profile", ["postgres"], indirect=True)
+def test_signals_on_the_postgres_profile(make_memory: MemoryFactory) -> None:
+    memory = _imported(make_memory)
+    topic_id = memory.topics("t")[0]["id"]
+    assert memory.pin("t", topic_id).parts["pinned"] == pytest.approx(0.30)
+    assert memory.rate("t", topic_id, 2).parts["rating"] == pytest.approx(0.08)
+    shown = next(t for t in memory.topics("t") if t["id"] == topic_id)
+    assert shown["usage"] == {"pinned": True, "rating": 2}
+    with pytest.raises(InputError, match="has no topic"):
+        memory.unpin("t", "topic-nope")
+    assert memory.check("t").ok

@@ -8,7 +8,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.grey import activation_threshold, decide_dormancy
-from langgraph_topics.scoring import memory_score, turn_counts, with_counts
+from langgraph_topics.scoring import score_topics, turn_counts, with_counts
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
@@ -47,12 +47,8 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
         }
     # Woken this turn (by the split or the index): not put back to sleep before it is used.
     woken = {t for e in turn_events if e["kind"] == "activated" for t in e.get("topic_ids", [])}
-    core = {
-        topic_id
-        for topic_id, record in topics.items()
-        if record["status"] == "active"
-        and memory_score(record, clock, decay_days=settings.score_decay_days).tier == "core"
-    }
+    scored = score_topics(topics, clock, decay_days=settings.score_decay_days)
+    core = {topic_id for topic_id, score in scored.items() if score.tier == "core"}
     decision = decide_dormancy(
         list(topics.values()), settings, scored=set(results), protected=woken, core=core
     )

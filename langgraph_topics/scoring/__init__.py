@@ -1,8 +1,9 @@
 """Memory scores and tiers of topics (seed 004 §2): usage counters, user signals, the score.
 
 What a review or any other reader needs is :func:`memory_score` (one topic record and a time in,
-a :class:`MemoryScore` with its :data:`Tier` out); the counters themselves are kept in the
-topic registry (``TopicRecord.usage``) by the turn's bookkeeping.
+a :class:`MemoryScore` with its :data:`Tier` out) or :func:`score_topics` (a whole registry);
+pass ``decay_days=settings.score_decay_days``. The counters themselves are kept in the topic
+registry (``TopicRecord.usage``) by the turn's bookkeeping.
 """
 
 from langgraph_topics.scoring.memory_score import (
@@ -12,6 +13,7 @@ from langgraph_topics.scoring.memory_score import (
     Tier,
     archive_tier,
     memory_score,
+    score_topics,
     tier_of,
 )
 from langgraph_topics.scoring.usage import turn_counts, with_counts
@@ -25,6 +27,7 @@ __all__ = [
     "archive_tier",
     "check_rating",
     "memory_score",
+    "score_topics",
     "tier_of",
     "turn_counts",
     "with_counts",

@@ -129,12 +129,22 @@ def memory_score(
     return MemoryScore(score=score, tier=tier_of(score), parts=parts)
 
 
+def score_topics(
+    topics: Mapping[str, TopicRecord], now: datetime, *, decay_days: float = DEFAULT_DECAY_DAYS
+) -> dict[str, MemoryScore]:
+    """Score every topic of a registry at ``now`` (topic id → its score and tier).
+
+    A review passes its own ``now`` and ``decay_days=settings.score_decay_days``.
+    """
+    return {
+        topic_id: memory_score(record, now, decay_days=decay_days)
+        for topic_id, record in topics.items()
+    }
+
+
 def archive_tier(
     topics: Mapping[str, TopicRecord], now: datetime, decay_days: float = DEFAULT_DECAY_DAYS
 ) -> set[str]:
     """Ids of the topics whose memory score puts them in the archive tier at ``now``."""
-    return {
-        topic_id
-        for topic_id, record in topics.items()
-        if memory_score(record, now, decay_days=decay_days).tier == "archive"
-    }
+    scored = score_topics(topics, now, decay_days=decay_days)
+    return {topic_id for topic_id, score in scored.items() if score.tier == "archive"}
