@@ -173,3 +173,34 @@ def test_a_topic_woken_by_a_recall_cue_is_still_active_when_the_turn_ends(
         assert record["scores"][-1] == 0.0 and "low_rounds" not in record
     asleep = {t for e in state["events"] if e["kind"] == "dormant" for t in e["topic_ids"]}
     assert not asleep & woken
+
+
+def test_a_core_topic_is_not_put_to_sleep_by_rank_in_a_turn(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    # Every topic scores 0.3: over the dormancy threshold, under the activation one, so past
+    # the default count each is at risk by rank, except the core one (pinned, rated, recalled).
+    window = FixedScoreTopicWindow(lambda topic: 0.3)
+    memory = make_memory(
+        budget=900,
+        roles=with_roles(roles, topic_window=window),
+        min_active=1,
+        default_active=1,
+        max_active=20,
+    )
+    memory.import_messages(
+        "t", subject_records(["stocks", "kyoto", "sourdough", "fitness", "stocks", "kyoto"])
+    )
+    topics = dict(memory.state("t")["topics"])
+    assert len(topics) >= 4
+    core = sorted(topics)[-1]  # not the first: no help from the order of a tie
+    topics[core] = {**topics[core], "usage": {"pinned": True, "rating": 5, "recalled": 3}}
+    memory.graph.update_state(memory._config("t"), {"topics": topics}, as_node="bookkeeping")
+    asleep: set[str] = set()
+    for turn in range(SETTINGS.dormancy_rounds + 2):
+        memory.chat("t", f"Let us talk about something else entirely, number {turn}")
+        events = memory.state("t")["events"]
+        asleep |= {t for e in events if e["kind"] == "dormant" for t in e["topic_ids"]}
+    reasons = [e["reason"] for e in memory.state("t")["events"] if e["kind"] == "dormant"]
+    assert asleep and core not in asleep, reasons
+    assert memory.state("t")["topics"][core]["status"] == "active"

@@ -47,8 +47,8 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
         }
     # Woken this turn (by the split or the index): not put back to sleep before it is used.
     woken = {t for e in turn_events if e["kind"] == "activated" for t in e.get("topic_ids", [])}
-    scored = score_topics(topics, clock, decay_days=settings.score_decay_days)
-    core = {topic_id for topic_id, score in scored.items() if score.tier == "core"}
+    memory_scores = score_topics(topics, clock, decay_days=settings.score_decay_days)
+    core = {topic_id for topic_id, memory in memory_scores.items() if memory.tier == "core"}
     decision = decide_dormancy(
         list(topics.values()), settings, scored=set(results), protected=woken, core=core
     )
