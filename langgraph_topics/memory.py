@@ -25,6 +25,7 @@ from langgraph_topics.errors import InputError
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
 from langgraph_topics.services import (
     TopicContext,
     TopicServices,
@@ -37,7 +38,9 @@ from langgraph_topics.state.records import (
     AssembledContext,
     EstimateRecord,
     StoredMessage,
+    TopicRecord,
     TopicResult,
+    TopicUsage,
     TurnEvent,
 )
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
@@ -101,6 +104,13 @@ class TopicSummary(TypedDict):
     last_active_at: str
     brief_card: NotRequired[SummaryCard]
     """The brief as a card whose facts cite message ids (``expand`` brings them back)."""
+    memory_score: NotRequired[float]
+    """The topic's memory score now (seed 004 §2; ``langgraph_topics.scoring``); registered
+    topics only."""
+    tier: NotRequired[Tier]
+    """Its tier: ``core``, ``essence``, ``memory-only`` or ``archive``."""
+    usage: NotRequired[TopicUsage]
+    """Its usage counters and user signals (pinned, rating), zeros left out."""
 
 
 def _new_id() -> str:
@@ -453,7 +463,7 @@ class TopicMemory:
         return dict(self.graph.get_state(config).values)
 
     def topics(self, thread_id: str) -> list[TopicSummary]:
-        """Every topic of the thread with its status, size and brief."""
+        """Every topic of the thread with its status, size, brief, memory score and tier."""
         thread_id = check_thread_id(thread_id)
         with self._locks.files(thread_id):
             values = self.state(thread_id)
@@ -476,8 +486,70 @@ class TopicMemory:
                 }
                 if "brief_card" in meta:
                     summary["brief_card"] = meta["brief_card"]
+                if record:
+                    scored = self._memory_score(record)
+                    summary["memory_score"], summary["tier"] = scored.score, scored.tier
+                    summary["usage"] = record.get("usage", {})
                 summaries.append(summary)
             return summaries
+
+    def _memory_score(self, record: TopicRecord) -> MemoryScore:
+        return memory_score(
+            record, self.services.clock(), decay_days=self.settings.score_decay_days
+        )
+
+    def pin(self, thread_id: str, topic_id: str) -> MemoryScore:
+        """Pin a topic: a user signal that raises its memory score (seed 004 §2.3).
+
+        Returns:
+            The topic's memory score and tier after the change.
+
+        Raises:
+            InputError: An invalid thread id or a topic the thread does not have (nothing is
+                written).
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        return self._signal(thread_id, topic_id, pinned=True)
+
+    def unpin(self, thread_id: str, topic_id: str) -> MemoryScore:
+        """Take a topic's pin away (see ``pin``)."""
+        return self._signal(thread_id, topic_id, pinned=False)
+
+    def rate(self, thread_id: str, topic_id: str, rating: int) -> MemoryScore:
+        """Rate a topic from 1 to 5 (0 clears the rating); the score reads ``rating / 5``.
+
+        Raises:
+            InputError: A bad rating, an invalid thread id or an unknown topic (nothing is
+                written).
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        return self._signal(thread_id, topic_id, rating=check_rating(rating))
+
+    def _signal(
+        self,
+        thread_id: str,
+        topic_id: str,
+        *,
+        pinned: bool | None = None,
+        rating: int | None = None,
+    ) -> MemoryScore:
+        """Write a user signal into the registry as a checkpoint of its own, under the lock."""
+        thread_id = check_thread_id(thread_id)
+        with self.writing(thread_id), self._locks.files(thread_id):
+            self._finish_interrupted(thread_id)  # never drop a cut-short turn's message
+            topics = with_signal(
+                self.state(thread_id).get("topics") or {},
+                topic_id,
+                pinned=pinned,
+                rating=rating,
+                thread_id=thread_id,
+            )
+            # As the end of a turn would: the next turn starts from it, nothing is pending.
+            self.graph.update_state(
+                self._config(thread_id), {"topics": topics}, as_node="bookkeeping"
+            )
+            prune_checkpoints(self.checkpointer, thread_id, self.keep_checkpoints)
+            return self._memory_score(topics[topic_id])
 
     def transcript(self, thread_id: str) -> list[StoredMessage]:
         """The full conversation recovered from the topics and the working set, in order."""

@@ -22,6 +22,8 @@ LOCK_TIMEOUT_ENV = "LANGGRAPH_TOPICS_LOCK_TIMEOUT"
 STORE_ENV = "LANGGRAPH_TOPICS_STORE"
 POSTGRES_URI_ENV = "LANGGRAPH_TOPICS_POSTGRES_URI"
 CHROMA_URL_ENV = "LANGGRAPH_TOPICS_CHROMA_URL"
+DORMANCY_ROUNDS_ENV = "LANGGRAPH_TOPICS_DORMANCY_ROUNDS"
+SCORE_DECAY_DAYS_ENV = "LANGGRAPH_TOPICS_SCORE_DECAY_DAYS"
 STORE_PROFILES = ("embedded", "postgres")
 """Where a memory keeps its threads: ``embedded`` (files and SQLite under ``data_dir``) or
 ``postgres`` (checkpoints and topics in one PostgreSQL database shared by every worker)."""
@@ -59,6 +61,24 @@ def _default_lock_timeout() -> float:
         return float(raw)
     except ValueError:
         raise ValueError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
+
+
+def _default_dormancy_rounds() -> int:
+    raw = os.environ.get(DORMANCY_ROUNDS_ENV, "3")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(
+            f"{DORMANCY_ROUNDS_ENV} must be a whole number of rounds, got {raw!r}"
+        ) from None
+
+
+def _default_score_decay_days() -> float:
+    raw = os.environ.get(SCORE_DECAY_DAYS_ENV, "90")
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{SCORE_DECAY_DAYS_ENV} must be a number of days, got {raw!r}") from None
 
 
 def _default_store() -> str:
@@ -121,6 +141,15 @@ class Settings:
     default_active: int = 10
     max_active: int = 20
     """The active-topic range and its default (§4.7, §15.5)."""
+    dormancy_rounds: int = field(default_factory=_default_dormancy_rounds)
+    """Consecutive scored rounds a topic must stay at risk (its sliding average under the
+    dormancy threshold, or ranked past ``default_active`` under the activation threshold)
+    before it falls dormant: dormancy is conservative, never one low round (seed 000 §4.7,
+    §15.6). 3, a majority of the 5-round ``score_window``, by default;
+    ``LANGGRAPH_TOPICS_DORMANCY_ROUNDS`` sets it."""
+    score_decay_days: float = field(default_factory=_default_score_decay_days)
+    """Days of the memory score's recency decay, ``exp(-days since active / this)`` (seed 004
+    §2.4: 90); ``LANGGRAPH_TOPICS_SCORE_DECAY_DAYS`` sets it."""
     summary_soft_limit_chars: int = 2000
     brief_bytes: int = 1024
     """About 1 KB per brief (§4.6)."""
@@ -208,6 +237,10 @@ class Settings:
             )
         if not self.min_active <= self.default_active <= self.max_active:
             raise ValueError("need min_active <= default_active <= max_active")
+        if self.dormancy_rounds < 1:
+            raise ValueError(f"dormancy_rounds must be at least 1, got {self.dormancy_rounds}")
+        if not self.score_decay_days > 0:
+            raise ValueError(f"score_decay_days must be positive, got {self.score_decay_days}")
         if self.min_split_messages < 1:
             raise ValueError(
                 f"min_split_messages must be at least 1, got {self.min_split_messages}"

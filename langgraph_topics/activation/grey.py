@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import TopicRecord
@@ -34,44 +34,81 @@ class ActivityDecision:
 
     keep: list[str]
     dormant: dict[str, str]
+    low_rounds: dict[str, int] = field(default_factory=dict)
+    """Each kept topic's consecutive at-risk rounds after this one (0: not at risk)."""
 
 
-def decide_dormancy(topics: Sequence[TopicRecord], settings: Settings) -> ActivityDecision:
-    """Rank the active topics by sliding average and put the tail to sleep.
+def decide_dormancy(
+    topics: Sequence[TopicRecord],
+    settings: Settings,
+    *,
+    scored: Collection[str] | None = None,
+    protected: Collection[str] = (),
+    core: Collection[str] = (),
+) -> ActivityDecision:
+    """Rank the active topics by sliding average and put the lasting tail to sleep.
 
-    Few active topics → lenient (only averages under the dormancy threshold fall asleep, and
-    never below ``min_active``); many → strict (beyond the default count a topic must hold the
-    activation threshold); never more than ``max_active``.
+    Few active topics → lenient (only averages under the dormancy threshold are at risk, and
+    never the best ``min_active``); many → strict (beyond the default count a topic must hold
+    the activation threshold). Dormancy is conservative (seed 000 §4.7, §15.6): a topic falls
+    asleep only after ``settings.dormancy_rounds`` consecutive scored rounds at risk, never on
+    one low round; only ``max_active`` is a hard bound.
+
+    Args:
+        topics: The registry's records.
+        settings: The thresholds and bounds.
+        scored: Topics scored this round; only they advance their at-risk count (a topic
+            whose window failed brings no new evidence). None: every scored topic.
+        protected: Topics activated this turn (split, recall cue, ``activate_topic``, index
+            search): they cannot fall asleep in the turn that woke them.
+        core: Core-tier topics (``scoring``): never put to sleep by rank, and ranked first
+            for ``max_active``.
     """
     active = [t for t in topics if t["status"] == "active"]
     count = len(active)
     sleep_below = dormancy_threshold(count)
     strict_below = activation_threshold(count)
+    average = {t["id"]: sliding_average(t["scores"], settings.score_window) for t in active}
     ranked = sorted(
-        active, key=lambda t: sliding_average(t["scores"], settings.score_window), reverse=True
+        active,
+        key=lambda t: (t["id"] in protected, t["id"] in core, average[t["id"]]),
+        reverse=True,
     )
     keep: list[str] = []
     dormant: dict[str, str] = {}
+    low_rounds: dict[str, int] = {}
     for rank, topic in enumerate(ranked):
-        average = sliding_average(topic["scores"], settings.score_window)
-        if rank < settings.min_active or not topic["scores"]:
-            # Never below the lower bound; a topic never scored yet has not been judged.
-            keep.append(topic["id"])
+        topic_id, mean = topic["id"], average[topic["id"]]
+        risk: str | None = None
+        if topic_id in protected or rank < settings.min_active or not topic["scores"]:
+            # Woken this turn, within the lower bound, or never scored yet: not judged now.
+            pass
         elif rank >= settings.max_active:
-            dormant[topic["id"]] = f"rank {rank + 1} beyond the maximum of {settings.max_active}"
-        elif average < sleep_below:
-            dormant[topic["id"]] = (
-                f"average {average:.2f} under the dormancy threshold {sleep_below:.2f}"
+            dormant[topic_id] = f"rank {rank + 1} beyond the maximum of {settings.max_active}"
+            continue
+        elif mean < sleep_below:
+            risk = (
+                f"average {mean:.2f} under the dormancy threshold {sleep_below:.2f}"
                 f" at {count} active"
             )
-        elif rank >= settings.default_active and average < strict_below:
-            dormant[topic["id"]] = (
-                f"rank {rank + 1} with average {average:.2f} under the activation threshold"
+        elif rank >= settings.default_active and mean < strict_below and topic_id not in core:
+            risk = (
+                f"rank {rank + 1} with average {mean:.2f} under the activation threshold"
                 f" {strict_below:.2f} at {count} active"
             )
+        previous = topic.get("low_rounds", 0)
+        if risk is None:
+            rounds = 0
+        elif scored is not None and topic_id not in scored:
+            rounds = previous
         else:
-            keep.append(topic["id"])
-    return ActivityDecision(keep=keep, dormant=dormant)
+            rounds = previous + 1
+        if risk is not None and rounds >= settings.dormancy_rounds:
+            dormant[topic_id] = f"{risk} for {rounds} rounds"
+            continue
+        keep.append(topic_id)
+        low_rounds[topic_id] = rounds
+    return ActivityDecision(keep=keep, dormant=dormant, low_rounds=low_rounds)
 
 
 def activation_quota(active_count: int, settings: Settings, *, deep: bool) -> int:

@@ -78,9 +78,30 @@ examples:
   langgraph-topics topics --thread bob --map map.mmd    # Mermaid: map.mmd and map.timeline.mmd
   langgraph-topics topics --thread bob --map map.md     # both Mermaid diagrams in one page
 
-Lists id, status (active, dormant, archived), message count, last score and name. The map draws
+Lists id, status (active, dormant, archived), message count, last relevance score, memory
+score and tier (core, essence, memory-only, archive; seed 004 §2) and name. The map draws
 the topics grouped by status with subtopics under their parent, and the days each topic was
 talked about on a real date axis. A PNG needs matplotlib (pip install matplotlib).
+""",
+    f"{PROG} pin": """
+examples:
+  langgraph-topics pin --thread bob topic-3
+  langgraph-topics unpin --thread bob topic-3
+
+A pin adds 0.30 to the topic's memory score (seed 004 §2.4) and shows in the topics table. An
+unknown topic id is one line naming it (exit status 2), and nothing is written.
+""",
+    f"{PROG} unpin": """
+examples:
+  langgraph-topics unpin --thread bob topic-3
+""",
+    f"{PROG} rate": """
+examples:
+  langgraph-topics rate --thread bob topic-3 5
+  langgraph-topics rate --thread bob topic-3 0    # clear the rating
+
+The rating (1 to 5) enters the memory score as rating / 5 × 0.20 (seed 004 §2.4). A bad rating
+or an unknown topic id is one line naming it (exit status 2), and nothing is written.
 """,
     f"{PROG} transcript": """
 examples:

@@ -26,6 +26,7 @@ from langgraph_topics.cli.help_texts import EXAMPLES, PROG
 from langgraph_topics.cli.logs import cli_logging
 from langgraph_topics.cli.migrate import add_migrate_parser, run_migrate
 from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
+from langgraph_topics.cli.signals import SIGNAL_COMMANDS, add_signal_parsers, run_signal
 from langgraph_topics.cli.tables import clip, render_table
 from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
@@ -165,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the branch of this checkpoint (a fork, as Studio shows it); default newest",
     )
     _common(check)
+    add_signal_parsers(commands, _common)
     add_workflow_parser(commands, _common)
     add_migrate_parser(commands, _thread)
     add_bench_parser(commands)
@@ -352,11 +354,14 @@ def _topics(args: argparse.Namespace) -> int:
             t["status"],
             t["message_count"],
             f"{t['scores'][-1]:.2f}" if t["scores"] else "-",
+            f"{t['memory_score']:.2f}" if "memory_score" in t else "-",
+            t.get("tier", "-") + (" (pinned)" if t.get("usage", {}).get("pinned") else ""),
             clip(t["name"], 50),
         ]
         for t in topics
     ]
-    print(render_table(["id", "status", "messages", "last score", "name"], rows))
+    headers = ["id", "status", "messages", "last score", "memory", "tier", "name"]
+    print(render_table(headers, rows))
     return 0
 
 
@@ -375,6 +380,10 @@ def _write_map(args: argparse.Namespace, memory: Any, topics: Any) -> None:
         ) from None
     written = " and ".join(str(path) for path in topic_map_paths(args.map))
     print(f"topic map written to {written}", file=sys.stderr)
+
+
+def _signal(args: argparse.Namespace) -> int:
+    return run_signal(args, _memory)
 
 
 def _workflow(args: argparse.Namespace) -> int:
@@ -419,6 +428,7 @@ def _run(argv: Sequence[str] | None) -> int:
             "check": _check,
             "workflow": _workflow,
             "migrate": run_migrate,
+            **dict.fromkeys(SIGNAL_COMMANDS, _signal),
         }
         try:
             return handlers[args.command](args)

@@ -14,6 +14,7 @@ from langgraph_topics.nodes.recall_cue import latest_user_text
 from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP
 from langgraph_topics.roles.protocols import RoutedTopic, TopicInfo
 from langgraph_topics.roles.topic_info import topic_info
+from langgraph_topics.scoring import archive_tier
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.state.records import ActivationRequest, TurnEvent
 from langgraph_topics.state.schema import TopicState
@@ -60,6 +61,10 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     active_count = sum(1 for t in topics.values() if t["status"] == "active")
     k = settings.deep_search_k if request["deep"] else max(3, settings.deep_search_k // 2)
     dormant = {t for t, record in topics.items() if record["status"] == "dormant"}
+    if not request["deep"]:
+        # Archive-tier topics wait for an explicit request (a recall cue's deep search), as
+        # archived ones do (seed 000 §4.8, seed 004 §2.2).
+        dormant -= archive_tier(topics, services.clock(), settings.score_decay_days)
     similarity = {
         topic_id: score
         for topic_id, score in stores.topic_index.search(request["query"], k=k + active_count)
@@ -86,6 +91,7 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         {
             "kind": "index_search",
             "reason": request["reason"],
+            "topic_ids": [info["id"] for info, _ in candidates],
             "detail": f"{len(candidates)} dormant candidates, {kind} search",
         }
     ]

@@ -1,4 +1,4 @@
-"""End of a turn: record scores, apply grey activation, put the tail to sleep (§4.7, §16)."""
+"""End of a turn: scores, usage counters, grey activation and dormancy (§4.7, §16)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.grey import activation_threshold, decide_dormancy
+from langgraph_topics.scoring import score_topics, turn_counts, with_counts
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
@@ -15,19 +16,25 @@ from langgraph_topics.tuning.turn import log_turn
 
 
 def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
-    """Append this turn's scores to each topic's history and apply dormancy.
+    """Append this turn's scores and usage to each topic's record and apply dormancy.
 
     A topic whose window failed this turn keeps its history unchanged (no score is invented).
+    Dormancy is conservative: a topic falls asleep only after ``Settings.dormancy_rounds``
+    scored rounds at risk, and never in the turn that activated it (seed 000 §15.6).
     """
     services = services_of(runtime)
     settings = services.settings
     index = services.stores(thread_id_of(runtime)).topic_index
     results = state.get("topic_results") or {}
-    now = services.clock().isoformat()
+    turn_events = state.get("events") or []
+    clock = services.clock()
+    now = clock.isoformat()
+    counts = turn_counts(turn_events, results, state.get("context"))
     topics: dict[str, TopicRecord] = {}
     active_count = sum(1 for t in (state.get("topics") or {}).values() if t["status"] == "active")
     bar = activation_threshold(active_count)
     for topic_id, record in (state.get("topics") or {}).items():
+        record = with_counts(record, counts.get(topic_id, {}))
         result = results.get(topic_id)
         if result is None or record["status"] != "active":
             topics[topic_id] = record
@@ -38,10 +45,23 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
             "scores": [*record["scores"], score][-settings.score_window :],
             "last_active_at": now if score >= bar else record["last_active_at"],
         }
-    decision = decide_dormancy(list(topics.values()), settings)
+    # Woken this turn (by the split or the index): not put back to sleep before it is used.
+    woken = {t for e in turn_events if e["kind"] == "activated" for t in e.get("topic_ids", [])}
+    memory_scores = score_topics(topics, clock, decay_days=settings.score_decay_days)
+    core = {topic_id for topic_id, memory in memory_scores.items() if memory.tier == "core"}
+    decision = decide_dormancy(
+        list(topics.values()), settings, scored=set(results), protected=woken, core=core
+    )
+    for topic_id, rounds in decision.low_rounds.items():
+        record = {**topics[topic_id], "low_rounds": rounds}
+        if not rounds:
+            del record["low_rounds"]  # sparse: most topics are not at risk
+        topics[topic_id] = record
     events: list[TurnEvent] = []
     for topic_id, reason in decision.dormant.items():
-        topics[topic_id] = {**topics[topic_id], "status": "dormant"}
+        asleep: TopicRecord = {**topics[topic_id], "status": "dormant"}
+        asleep.pop("low_rounds", None)  # a woken topic starts a new stretch
+        topics[topic_id] = asleep
         index.set_status(topic_id, "dormant")
         events.append(
             {

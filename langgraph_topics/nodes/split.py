@@ -171,6 +171,8 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
             "last_active_at": turn_time,
             "message_count": meta["message_count"],
         }
+        if previous and "usage" in previous:  # counters and user signals (scoring) stay
+            topics[topic_id]["usage"] = previous["usage"]
 
     # Indexed once, now, in conversation order (seed 004 §3): no later turn re-embeds them.
     destination = {m["id"]: topic_id for topic_id, ms in grouped.items() for m in ms}

@@ -53,6 +53,29 @@ class TopicMeta(TypedDict):
     cards existed have none."""
 
 
+class TopicUsage(TypedDict, total=False):
+    """How a topic has been used: the counters and user signals of its memory score.
+
+    Sparse on purpose (it rides in every checkpoint): a counter still at zero, an unset pin and
+    an unset rating are left out, so a topic never used takes no room at all
+    (``langgraph_topics.scoring``).
+    """
+
+    recalled: int
+    """Turns that woke the topic from dormancy through the index (a recall cue, the
+    responder's ``activate_topic`` call, weak results)."""
+    searched: int
+    """Index searches that found the topic among their candidates (search hits)."""
+    referenced: int
+    """Turns whose main window quoted the topic's messages."""
+    updated: int
+    """Chat turns whose split added messages to the topic."""
+    pinned: bool
+    """The user pinned the topic (``TopicMemory.pin``)."""
+    rating: int
+    """The user's rating, 1 to 5 (``TopicMemory.rate``)."""
+
+
 class TopicRecord(TypedDict):
     """A topic as the graph state tracks it (kept small: it is checkpointed every turn)."""
 
@@ -66,6 +89,12 @@ class TopicRecord(TypedDict):
     last_active_at: str
     """When the topic was last activated or scored at or above the activation threshold."""
     message_count: int
+    low_rounds: NotRequired[int]
+    """Consecutive scored rounds the topic spent at risk of dormancy (left out at zero); it
+    falls dormant only once this reaches ``Settings.dormancy_rounds`` (seed 000 §15.6). A split
+    adding messages to the topic starts the count again."""
+    usage: NotRequired[TopicUsage]
+    """Usage counters and user signals (absent: never used)."""
 
 
 class TopicResult(TypedDict):
