@@ -68,6 +68,29 @@ class TopicRecord(TypedDict):
     message_count: int
 
 
+class ArchivedTopic(TypedDict):
+    """A topic the review archived: its compressed summary, filed by month (seed 000 §4.8, §9).
+
+    The topic's messages stay in its file (invariant 1: ``check`` and ``transcript`` see them);
+    this is what an archive lists and what a date query finds.
+    """
+
+    topic_id: str
+    name: str
+    month: str
+    """``YYYY-MM`` of the topic's newest message: where it is filed (``topics/archived/``)."""
+    first_day: str | None
+    last_day: str | None
+    """The days of its first and newest messages (``YYYY-MM-DD``), when they are dated."""
+    archived_at: str
+    reason: str
+    """Which criterion archived it (``dormant 12 days``, ``one-off question``, ``by request``)."""
+    message_count: int
+    brief: str
+    summary: SummaryCard
+    """The compressed summary: a card of all its messages, the brief as its text (seed 001 T3)."""
+
+
 class TopicResult(TypedDict):
     """One topic window's output for this turn (seed 000 §4.2)."""
 
