@@ -182,6 +182,10 @@ class TurnEvent(TypedDict):
         "trimmed",
         "reconciled",
         "degraded",
+        "rebriefed",
+        "merged",
+        "archived",
+        "restored",
     ]
     detail: str
     topic_ids: NotRequired[list[str]]
@@ -202,6 +206,35 @@ class EstimateRecord(TypedDict):
     split: bool
     available: NotRequired[int]
     """``budget - system`` when the split rule is seed 001's dynamic one."""
+
+
+class MergeRecord(TypedDict):
+    """Two topics a review merged: ``retired``'s messages are ``into``'s since."""
+
+    into: str
+    retired: str
+    similarity: float
+    shared_keywords: list[str]
+
+
+class ArchiveRecord(TypedDict):
+    """A topic archived, by a review's criteria or by request."""
+
+    topic_id: str
+    reason: str
+    month: str
+
+
+class ReviewRecord(TypedDict):
+    """The last review of the thread (README: "Review, archive and merge")."""
+
+    at: str
+    """The time it judged by (``--now``, else when it ran)."""
+    reviewed: dict[str, int]
+    """Message count of every topic it saw: a topic whose count differs was touched since."""
+    rebriefed: list[str]
+    merged: list[MergeRecord]
+    archived: list[ArchiveRecord]
 
 
 class ThreadBefore(TypedDict):
