@@ -26,6 +26,7 @@ from langgraph_topics.cli.help_texts import EXAMPLES, PROG
 from langgraph_topics.cli.logs import cli_logging
 from langgraph_topics.cli.migrate import add_migrate_parser, run_migrate
 from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
+from langgraph_topics.cli.review import REVIEW_COMMANDS, add_review_parsers, run_review_command
 from langgraph_topics.cli.tables import clip, render_table
 from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
@@ -165,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the branch of this checkpoint (a fork, as Studio shows it); default newest",
     )
     _common(check)
+    add_review_parsers(commands, _common)
     add_workflow_parser(commands, _common)
     add_migrate_parser(commands, _thread)
     add_bench_parser(commands)
@@ -377,6 +379,10 @@ def _write_map(args: argparse.Namespace, memory: Any, topics: Any) -> None:
     print(f"topic map written to {written}", file=sys.stderr)
 
 
+def _review(args: argparse.Namespace) -> int:
+    return run_review_command(args, _memory)
+
+
 def _workflow(args: argparse.Namespace) -> int:
     return run_workflow(args, _check_data_dir)
 
@@ -419,6 +425,7 @@ def _run(argv: Sequence[str] | None) -> int:
             "check": _check,
             "workflow": _workflow,
             "migrate": run_migrate,
+            **dict.fromkeys(REVIEW_COMMANDS, _review),
         }
         try:
             return handlers[args.command](args)
