@@ -17,6 +17,7 @@ from langgraph_topics import TopicMemory
 from langgraph_topics.cli.main import main
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.state.records import TopicRecord
+from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
 
 THREAD = "t"
 
@@ -46,8 +47,12 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def files_of(memory: TopicMemory) -> dict[str, bytes]:
-    """Every file of the thread's topic store (the embedded profile), by relative path."""
+def stored(memory: TopicMemory) -> object:
+    """Everything the thread's topic store holds: its files, or its ``BaseStore`` records."""
+    store = memory.services.stores(THREAD).topic_store
+    if isinstance(store, BaseStoreTopicStore):
+        records = [(r.seq, r.topic, r.record) for r in store.stored_records()]
+        return records, store.archive_entries()
     root = Path(memory.settings.data_dir) / "threads"
     return {
         str(p.relative_to(root)): p.read_bytes()
@@ -92,7 +97,7 @@ def test_review_on_the_cli_archives_merges_keeps_every_message_and_is_a_no_op_tw
         assert states == dict.fromkeys(remaining, "archived")
         months = {e["topic_id"]: e["month"] for e in fresh.archived(THREAD)}
         assert months[blocks["kyotoA"]] == "2024-03" and months[blocks["stocks"]] == "2024-02"
-        before = files_of(fresh)
+        before = stored(fresh)
     finally:
         fresh.close()
 
@@ -103,7 +108,7 @@ def test_review_on_the_cli_archives_merges_keeps_every_message_and_is_a_no_op_tw
     assert again["merged"] == [] and again["archived"] == [] and again["rebriefed"] == []
     again_memory = TopicMemory(data_dir=memory.settings.data_dir)
     try:
-        assert files_of(again_memory) == before  # not one byte written by the second review
+        assert stored(again_memory) == before  # not one byte written by the second review
         # An archived topic comes back when a recall cue names it.
         again_memory.chat(THREAD, "Do you remember what we said about my sourdough starter?")
         state = again_memory.state(THREAD)
@@ -164,7 +169,11 @@ def test_archive_and_restore_by_request(make_memory: MemoryFactory, roles: Roles
 
 
 def test_bad_ids_times_and_threads_are_one_line_and_write_nothing(
-    make_memory: MemoryFactory, roles: Roles, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    make_memory: MemoryFactory,
+    roles: Roles,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    store_profile: str,
 ) -> None:
     memory = imported(make_memory, roles)
     blocks = topics_by_block(memory)
@@ -182,9 +191,10 @@ def test_bad_ids_times_and_threads_are_one_line_and_write_nothing(
     assert "no thread 'other'" in refused(
         "review", "--thread", "other", "--data-dir", str(memory.settings.data_dir)
     )
-    missing = tmp_path / "nowhere"
-    assert "no such data directory" in refused("review", "--data-dir", str(missing))
-    assert not missing.exists()
+    if store_profile == "embedded":  # the database profile keeps no thread in the directory
+        missing = tmp_path / "nowhere"
+        assert "no such data directory" in refused("review", "--data-dir", str(missing))
+        assert not missing.exists()
     assert memory.state(THREAD) == state  # nothing was written
     memory.review(THREAD, now="2030-01-01")
     assert "merged into" in refused("archive", blocks["kyotoB"], *data)
