@@ -1,15 +1,17 @@
 """What the review asks of both topic stores: merging a topic into another, the archive shelf.
 
-Every test runs against the JSONL store and ``BaseStoreTopicStore`` on an ``InMemoryStore``, so
-that the two answer alike (``test_base_store_topics.py`` runs the rest of the contract).
+Every test runs against the JSONL store and ``BaseStoreTopicStore`` on an ``InMemoryStore`` and on
+a real ``PostgresStore``, so that they answer alike (``test_base_store_topics.py`` runs the rest
+of the contract).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_topics.state.records import ArchivedTopic, StoredMessage
@@ -23,11 +25,22 @@ AnyStore = JsonlTopicStore | BaseStoreTopicStore
 Opener = Callable[..., AnyStore]
 
 
-@pytest.fixture(params=["jsonl", "memory"])
+@pytest.fixture
+def postgres_store(postgres_uri: str) -> Iterator[BaseStore]:
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(postgres_uri) as store:
+        store.setup()
+        yield store
+
+
+@pytest.fixture(params=["jsonl", "memory", "postgres"])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     if request.param == "jsonl":
         return lambda visible=None: JsonlTopicStore(tmp_path, visible=visible)
-    store = InMemoryStore()
+    store: BaseStore = (
+        InMemoryStore() if request.param == "memory" else request.getfixturevalue("postgres_store")
+    )
     return lambda visible=None: BaseStoreTopicStore(store, "t", visible=visible)
 
 
