@@ -131,3 +131,19 @@ def test_the_default_thresholds_merge_the_kyoto_duplicate_and_no_distinct_subjec
         if {first.topic_id, second.topic_id} != {"kyoto", "kyoto again"}:
             similarity = sum(a * b for a, b in zip(first.vector, second.vector, strict=True))
             assert similarity < settings.merge_similarity - 0.1, (first.topic_id, second.topic_id)
+
+
+def test_the_review_graph_draws_every_step_and_branch() -> None:
+    from langgraph_topics import build_review_graph
+
+    drawn = build_review_graph().get_graph().draw_mermaid()
+    for edge in (
+        "__start__ -.-> review_briefs;",
+        "__start__ -.-> review_request;",
+        "review_briefs --> review_merge;",
+        "review_merge --> review_archive;",
+        "review_archive --> review_finish;",
+        "review_finish --> __end__;",
+        "review_request --> __end__;",
+    ):
+        assert edge in drawn
