@@ -15,7 +15,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_topics.state.records import ArchivedTopic, StoredMessage
-from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
+from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, copy_jsonl_topics
 from langgraph_topics.stores.protocols import ReviewableTopicStore
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.stores.topic_audit import audit_topic_files
@@ -176,3 +176,16 @@ def test_the_shelf_files_one_summary_per_topic_by_month(opener: Opener, tmp_path
     assert opener().archive_entry(kyoto) is None
     with pytest.raises(KeyError):
         store.save_archive(entry("topic-nope", "2024-01", "2030-01-01T00:00:00+00:00"))
+
+
+def test_a_migration_copy_takes_the_merges_and_the_shelf_along(tmp_path: Path) -> None:
+    source = JsonlTopicStore(tmp_path)
+    kyoto, again = two_topics(source)
+    source.merge_topics(again, kyoto)
+    source.save_archive(entry(kyoto, "2024-02", "2030-01-01T00:00:00+00:00"))
+    target = BaseStoreTopicStore(InMemoryStore(), "t")
+    assert copy_jsonl_topics(source, target) > 0
+    assert target.topic_ids() == [kyoto] and target.merged_into(again) == kyoto
+    assert target.messages(kyoto) == source.messages(kyoto)
+    assert target.archive_entries() == source.archive_entries()
+    assert copy_jsonl_topics(source, target) == 0  # again: nothing left to copy

@@ -598,10 +598,21 @@ def copy_jsonl_topics(source: JsonlTopicStore, target: BaseStoreTopicStore) -> i
     Returns:
         How many records were written (0 when the copy was already complete).
 
+    The archive shelf's filed summaries (``archive_shelves``) are copied too; they are not
+    counted.
+
     Raises:
         ValueError: The target thread holds records of its own under the same numbers.
     """
-    return target.restore_records(source.raw_records())
+    written = target.restore_records(source.raw_records())
+    for entry in source.archive_entries():
+        if target.archive_entry(entry["topic_id"]) == entry:
+            continue
+        try:
+            target.save_archive(entry)
+        except KeyError:  # a filing left for a topic since merged away: nobody reads it
+            logger.info("archived summary of %s not copied: no such topic", entry["topic_id"])
+    return written
 
 
 def _added_ranges(old: SeqRanges, new: SeqRanges) -> SeqRanges | None:
