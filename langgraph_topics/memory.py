@@ -340,6 +340,20 @@ class TopicMemory:
     def _finish_interrupted(self, thread_id: str) -> dict[str, Any] | None:
         if not self.interrupted(thread_id):
             return None
+        config = self._config(thread_id)
+        if self.review_graph.get_state(config).next:
+            # A review whose step failed: its remaining steps are the review graph's (the
+            # topic graph would find nothing to run and leave them pending forever).
+            log.info("thread %s: finishing a review that was cut short", thread_id)
+            return cast(
+                dict[str, Any],
+                self.review_graph.invoke(
+                    None,
+                    config,
+                    context=ReviewContext(services=self.services),
+                    durability=DURABILITY,
+                ),
+            )
         log.info("thread %s: finishing a turn that was cut short", thread_id)
         return cast(
             dict[str, Any],
