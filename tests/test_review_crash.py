@@ -111,3 +111,31 @@ def test_a_review_killed_between_its_writes_loses_nothing_and_a_second_one_finis
         assert survivor.review(THREAD, now="2030-01-01")["merged"] == []
     finally:
         survivor.close()
+
+
+def test_a_review_step_that_fails_is_finished_by_the_next_writer(
+    make_memory: MemoryFactory, roles: Roles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    splitter = BlockSplitter()
+    memory = make_memory(budget=900, roles=with_roles(roles, splitter=splitter), keep_recent=8)
+    splitter.locate = lambda i: memory.services.stores(THREAD).topic_store.locate(i)
+    memory.import_messages(THREAD, block_records())
+    import langgraph_topics.nodes.review_archive as review_archive
+
+    def unavailable(*args: object, **kwargs: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(review_archive, "archive", unavailable)
+    with pytest.raises(OSError, match="disk full"):
+        memory.review(THREAD, now="2030-01-01")
+    monkeypatch.undo()
+    assert memory.interrupted(THREAD)  # the review's remaining steps are saved
+    assert memory.check(THREAD).ok  # the merge it did is recorded with its records
+    reviewed = set(memory.state(THREAD)["topics"])
+    memory.chat(THREAD, "hello again")  # the next writer finishes the review first
+    assert not memory.interrupted(THREAD)
+    state = memory.state(THREAD)
+    assert state["review"]["at"] == "2030-01-01T00:00:00+00:00"  # judged as first asked
+    assert {a["topic_id"] for a in state["review"]["archived"]} == reviewed
+    assert all(state["topics"][t]["status"] == "archived" for t in reviewed)
+    assert memory.check(THREAD).ok
