@@ -99,7 +99,7 @@ def test_both_signals_must_agree_and_only_childless_siblings_merge() -> None:
     few = [profile("t1", same, words), profile("t2", same, {"kyoto", "gion"})]
     assert merge_pairs(few, {}, settings) == []  # two shared keywords are not enough
     apart = [profile("t1", same, words), profile("t2", [0.6, 0.8], words)]
-    assert merge_pairs(apart, {}, settings) == []  # similarity 0.6 under 0.75
+    assert merge_pairs(apart, {}, settings) == []  # similarity 0.6 under 0.85
     cousins = [profile("t1", same, words), profile("t2", same, words, parent_id="t9")]
     assert merge_pairs(cousins, {}, settings) == []
     parent = [profile("t1", same, words), profile("t2", same, words)]

@@ -2,7 +2,7 @@
 
 Seed 000 §4.8 merges topics that "talk about the same thing" and warns against forcing
 messages into a topic that does not fit, so both signals must agree: the cosine of the embedded
-name and brief at least ``Settings.merge_similarity`` (0.75), and at least
+name and brief at least ``Settings.merge_similarity`` (0.85), and at least
 ``Settings.merge_shared_keywords`` (3) of each topic's ``merge_keywords`` (12) most
 characteristic keywords in common. Only siblings (same parent, neither with subtopics of its
 own) are compared, so the topic hierarchy is never rearranged by a merge.
