@@ -676,10 +676,11 @@ class TopicMemory:
             InputError: An invalid thread id, a missing thread, or a topic it does not have.
             ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
-        status = self._request(thread_id, topic_id, "restore")
-        store = self.services.stores(check_thread_id(thread_id)).topic_store
-        if status != "archived" and isinstance(store, ReviewableTopicStore):
-            store.drop_archive(topic_id)  # the state no longer points at it: safe to drop
+        with self.writing(check_thread_id(thread_id)):
+            status = self._request(thread_id, topic_id, "restore")
+            store = self.services.stores(thread_id).topic_store
+            if status != "archived" and isinstance(store, ReviewableTopicStore):
+                store.drop_archive(topic_id)  # the state no longer points at it: safe to drop
         return status
 
     def archived(self, thread_id: str, month: str | None = None) -> list[ArchivedTopic]:
