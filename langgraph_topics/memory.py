@@ -7,8 +7,9 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -23,7 +24,11 @@ from langgraph_topics.checks import (
 )
 from langgraph_topics.errors import InputError
 from langgraph_topics.graph.builder import build_graph
+from langgraph_topics.graph.review import build_review_graph
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
+from langgraph_topics.review.clock import parse_now
+from langgraph_topics.review.context import ReviewContext
+from langgraph_topics.review.criteria import ArchiveGuard
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
 from langgraph_topics.services import (
@@ -35,14 +40,17 @@ from langgraph_topics.services import (
 from langgraph_topics.settings import Settings
 from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
 from langgraph_topics.state.records import (
+    ArchivedTopic,
     AssembledContext,
     EstimateRecord,
+    ReviewRecord,
     StoredMessage,
     TopicRecord,
     TopicResult,
     TopicUsage,
     TurnEvent,
 )
+from langgraph_topics.state.review import ReviewInput, ReviewRequest
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.advisory_locks import AdvisoryThreadLocks
 from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, stored_head
@@ -54,7 +62,7 @@ from langgraph_topics.stores.postgres_profile import (
     open_postgres_profile,
     redacted,
 )
-from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.stores.protocols import Embedder, ReviewableTopicStore
 from langgraph_topics.stores.store_audit import audit_store_records
 from langgraph_topics.stores.topic_audit import audit_topic_files
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
@@ -202,6 +210,8 @@ class TopicMemory:
             )
         self.graph = build_graph(self.checkpointer)
         self._replay_graph = build_graph(full_input=True)
+        self.review_graph = build_review_graph(self.checkpointer)
+        """The review graph on the same checkpointer (``review``, ``archive``, ``restore``)."""
 
     def _open_profile(self) -> PostgresProfile | None:
         """The ``postgres`` profile's database, opened (None for the embedded profile)."""
@@ -340,6 +350,20 @@ class TopicMemory:
     def _finish_interrupted(self, thread_id: str) -> dict[str, Any] | None:
         if not self.interrupted(thread_id):
             return None
+        config = self._config(thread_id)
+        if self.review_graph.get_state(config).next:
+            # A review whose step failed: its remaining steps are the review graph's (the
+            # topic graph would find nothing to run and leave them pending forever).
+            log.info("thread %s: finishing a review that was cut short", thread_id)
+            return cast(
+                dict[str, Any],
+                self.review_graph.invoke(
+                    None,
+                    config,
+                    context=ReviewContext(services=self.services),
+                    durability=DURABILITY,
+                ),
+            )
         log.info("thread %s: finishing a turn that was cut short", thread_id)
         return cast(
             dict[str, Any],
@@ -668,6 +692,131 @@ class TopicMemory:
         if missing:
             raise InputError(f"thread {thread_id!r} holds no message {', '.join(missing)}")
         return [found[i] for i in ids]
+
+    def review(
+        self,
+        thread_id: str,
+        now: str | datetime | None = None,
+        *,
+        archive_guard: ArchiveGuard | None = None,
+    ) -> ReviewRecord:
+        """Review the thread's topics (seed 000 §4.8): refresh, merge, archive.
+
+        Refreshes the briefs of topics touched since the last review, merges near-duplicate
+        topics and archives long-dormant topics and one-off questions (README: "Review,
+        archive and merge"). Holds the thread's writer lock; run twice, the second run
+        changes nothing.
+
+        Args:
+            thread_id: The conversation thread (it must exist: nothing is created).
+            now: The time to judge by (``datetime`` or ISO-8601 text); now by default.
+            archive_guard: Keeps topics the criteria would archive (``ArchiveGuard``).
+
+        Returns:
+            What the review did.
+
+        Raises:
+            InputError: An invalid thread id or ``now``, or a thread that does not exist.
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        when = now.isoformat() if isinstance(now, datetime) else now
+        if when is not None:
+            parse_now(when)  # a bad time is refused before anything is locked or written
+        values = self._run_review(thread_id, {"review_now": when}, archive_guard)
+        return cast(ReviewRecord, values["review"])
+
+    def archive(self, thread_id: str, topic_id: str) -> str:
+        """Archive one topic now, as a review would file it (README: "Review, archive and merge").
+
+        Returns:
+            The topic's status afterwards (``archived``; archiving it again changes nothing).
+
+        Raises:
+            InputError: An invalid thread id, a missing thread, or a topic it does not have.
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        return self._request(thread_id, topic_id, "archive")
+
+    def restore(self, thread_id: str, topic_id: str) -> str:
+        """Bring an archived topic back (dormant: the next turns activate it when relevant).
+
+        Returns:
+            The topic's status afterwards (``dormant``; a topic that is not archived keeps its
+            status).
+
+        Raises:
+            InputError: An invalid thread id, a missing thread, or a topic it does not have.
+            ThreadBusyError: Another writer kept the thread longer than the timeout.
+        """
+        with self.writing(check_thread_id(thread_id)):
+            status = self._request(thread_id, topic_id, "restore")
+            store = self.services.stores(thread_id).topic_store
+            if status != "archived" and isinstance(store, ReviewableTopicStore):
+                store.drop_archive(topic_id)  # the state no longer points at it: safe to drop
+        return status
+
+    def archived(self, thread_id: str, month: str | None = None) -> list[ArchivedTopic]:
+        """The thread's archived topics' summaries, month by month (a date query, §4.8).
+
+        Args:
+            thread_id: The conversation thread.
+            month: Only those filed under this ``YYYY-MM`` (or ``YYYY``) when given.
+        """
+        thread_id = check_thread_id(thread_id)
+        with self._locks.files(thread_id):
+            values = self.state(thread_id)
+            store = self.services.branch_stores(thread_id, values).topic_store
+            registry = values.get("topics", {})
+            if not isinstance(store, ReviewableTopicStore):
+                return []
+            return [
+                entry
+                for entry in store.archive_entries()
+                if registry.get(entry["topic_id"], {}).get("status") == "archived"
+                and (month is None or entry["month"].startswith(month))
+            ]
+
+    def _request(self, thread_id: str, topic_id: str, action: Literal["archive", "restore"]) -> str:
+        thread_id = check_thread_id(thread_id)
+        if not self.exists(thread_id):
+            raise InputError(f"no thread {thread_id!r} in {self.location}")
+        with self.writing(thread_id):
+            values = self.state(thread_id)
+            if topic_id not in values.get("topics", {}):
+                store = self.services.branch_stores(thread_id, values).topic_store
+                merged = None
+                if isinstance(store, ReviewableTopicStore):
+                    try:
+                        merged = store.merged_into(topic_id)
+                    except KeyError:
+                        merged = None
+                where = f" (merged into {merged})" if merged else ""
+                raise InputError(f"thread {thread_id!r} has no topic {topic_id!r}{where}")
+            request: ReviewRequest = {"action": action, "topic_id": topic_id}
+            result = self._run_review(thread_id, {"review_request": request})
+        return str(result["topics"][topic_id]["status"])
+
+    def _run_review(
+        self, thread_id: str, payload: ReviewInput, archive_guard: ArchiveGuard | None = None
+    ) -> dict[str, Any]:
+        """Run the review graph on the thread, holding its locks, as ``run_turn`` runs a turn."""
+        thread_id = check_thread_id(thread_id)
+        if not self.exists(thread_id):
+            raise InputError(f"no thread {thread_id!r} in {self.location}")
+        with self.writing(thread_id), self._locks.files(thread_id):
+            # A turn cut short first: its saved input would not survive the review's checkpoint.
+            self._finish_interrupted(thread_id)
+            result = cast(
+                dict[str, Any],
+                self.review_graph.invoke(
+                    payload,
+                    self._config(thread_id),
+                    context=ReviewContext(services=self.services, archive_guard=archive_guard),
+                    durability=DURABILITY,
+                ),
+            )
+            prune_checkpoints(self.checkpointer, thread_id, self.keep_checkpoints)
+            return result
 
     def exists(self, thread_id: str) -> bool:
         """Whether the thread has a checkpoint or stored topics (looking creates nothing)."""

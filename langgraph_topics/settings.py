@@ -24,6 +24,8 @@ POSTGRES_URI_ENV = "LANGGRAPH_TOPICS_POSTGRES_URI"
 CHROMA_URL_ENV = "LANGGRAPH_TOPICS_CHROMA_URL"
 DORMANCY_ROUNDS_ENV = "LANGGRAPH_TOPICS_DORMANCY_ROUNDS"
 SCORE_DECAY_DAYS_ENV = "LANGGRAPH_TOPICS_SCORE_DECAY_DAYS"
+ARCHIVE_AFTER_DAYS_ENV = "LANGGRAPH_TOPICS_ARCHIVE_AFTER_DAYS"
+MERGE_SIMILARITY_ENV = "LANGGRAPH_TOPICS_MERGE_SIMILARITY"
 STORE_PROFILES = ("embedded", "postgres")
 """Where a memory keeps its threads: ``embedded`` (files and SQLite under ``data_dir``) or
 ``postgres`` (checkpoints and topics in one PostgreSQL database shared by every worker)."""
@@ -73,12 +75,14 @@ def _default_dormancy_rounds() -> int:
         ) from None
 
 
-def _default_score_decay_days() -> float:
-    raw = os.environ.get(SCORE_DECAY_DAYS_ENV, "90")
+def _env_number(variable: str, default: float, unit: str) -> float:
+    raw = os.environ.get(variable)
+    if raw is None or not raw.strip():
+        return default
     try:
         return float(raw)
     except ValueError:
-        raise ValueError(f"{SCORE_DECAY_DAYS_ENV} must be a number of days, got {raw!r}") from None
+        raise ValueError(f"{variable} must be a number ({unit}), got {raw!r}") from None
 
 
 def _default_store() -> str:
@@ -147,7 +151,9 @@ class Settings:
     before it falls dormant: dormancy is conservative, never one low round (seed 000 §4.7,
     §15.6). 3, a majority of the 5-round ``score_window``, by default;
     ``LANGGRAPH_TOPICS_DORMANCY_ROUNDS`` sets it."""
-    score_decay_days: float = field(default_factory=_default_score_decay_days)
+    score_decay_days: float = field(
+        default_factory=lambda: _env_number(SCORE_DECAY_DAYS_ENV, 90.0, "days")
+    )
     """Days of the memory score's recency decay, ``exp(-days since active / this)`` (seed 004
     §2.4: 90); ``LANGGRAPH_TOPICS_SCORE_DECAY_DAYS`` sets it."""
     summary_soft_limit_chars: int = 2000
@@ -212,6 +218,28 @@ class Settings:
     chroma_url: str | None = field(default_factory=lambda: _env_text(CHROMA_URL_ENV))
     """A Chroma server for the topic index (``http://host:8000``); none: a Chroma database
     under ``data_dir``. ``LANGGRAPH_TOPICS_CHROMA_URL`` sets it."""
+    archive_after_days: float = field(
+        default_factory=lambda: _env_number(ARCHIVE_AFTER_DAYS_ENV, 7.0, "days")
+    )
+    """The review archives a topic not activated for longer than this (seed 000 §4.8: dormant
+    more than 7 days), whatever its last status. ``LANGGRAPH_TOPICS_ARCHIVE_AFTER_DAYS``."""
+    one_off_messages: int = 2
+    """A topic of at most this many messages, one of them the user's, is a one-off question."""
+    one_off_after_days: float = 1.0
+    """The review archives a one-off question not activated for longer than this."""
+    merge_similarity: float = field(
+        default_factory=lambda: _env_number(MERGE_SIMILARITY_ENV, 0.85, "a cosine in (0, 1]")
+    )
+    """The review merges two topics whose embedded names and briefs are at least this similar
+    (cosine) *and* that share ``merge_shared_keywords`` of their top keywords; when in doubt it
+    keeps them apart (seed 000 §4.8): a paraphrased duplicate scores 0.89 on the native briefs,
+    while LoCoMo conv-26's recurring chat topics score 0.77-0.81 on shared small talk ("wow",
+    "amazing", "love"), which 0.75 would have merged. ``LANGGRAPH_TOPICS_MERGE_SIMILARITY``."""
+    merge_shared_keywords: int = 3
+    """How many of each topic's ``merge_keywords`` most characteristic keywords two topics must
+    share to be merged (besides ``merge_similarity``)."""
+    merge_keywords: int = 12
+    """How many characteristic keywords of its messages stand for a topic when merging."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
@@ -257,6 +285,18 @@ class Settings:
             raise ValueError(f"role_models has unknown roles {unknown}; known: {ROLE_NAMES}")
         if self.model_retries < 0 or self.format_retries < 0:
             raise ValueError("model_retries and format_retries must not be negative")
+        if not 0 < self.merge_similarity <= 1:
+            raise ValueError(f"merge_similarity must be in (0, 1], got {self.merge_similarity}")
+        if not self.archive_after_days >= 0 or not self.one_off_after_days >= 0:
+            raise ValueError(
+                "archive_after_days and one_off_after_days must not be negative, got "
+                f"{self.archive_after_days} and {self.one_off_after_days}"
+            )
+        if self.merge_shared_keywords < 0 or self.merge_keywords < 1 or self.one_off_messages < 0:
+            raise ValueError(
+                "merge_shared_keywords and one_off_messages must not be negative and "
+                "merge_keywords must be at least 1"
+            )
         if not self.lock_timeout_seconds >= 0:
             raise ValueError(
                 f"lock_timeout_seconds must not be negative, got {self.lock_timeout_seconds}"

@@ -19,7 +19,7 @@ DATA = Path(__file__).parent / "data"
 MemoryFactory = Callable[..., TopicMemory]
 
 
-STORE_PROFILE_MODULES = ("test_lifecycle", "test_activation", "test_branches")
+STORE_PROFILE_MODULES = ("test_lifecycle", "test_activation", "test_branches", "test_review")
 """Modules whose ``make_memory`` tests run once per store profile: ``embedded`` and ``postgres``
 (import, chat, split, activation, recall cues, context queries, forks and ``check``)."""
 FILES_ONLY_TESTS = (

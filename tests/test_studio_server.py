@@ -35,7 +35,10 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_langgraph_json_points_at_the_studio_graph() -> None:
     config = json.loads((ROOT / "langgraph.json").read_text())
-    assert config["graphs"] == {"topic_memory": "langgraph_topics.graph.studio:graph"}
+    assert config["graphs"] == {
+        "topic_memory": "langgraph_topics.graph.studio:graph",
+        "topic_review": "langgraph_topics.graph.studio:review_graph",
+    }
     from langgraph_topics.graph.studio import graph
 
     assert graph.checkpointer is None  # the server brings persistence
@@ -46,10 +49,10 @@ def test_dev_server_runs_two_turns(dev_server: str) -> None:
     from langgraph_sdk import get_sync_client
 
     client = get_sync_client(url=dev_server, timeout=RUN_TIMEOUT)
-    assistants = client.assistants.search()
-    assert [a["graph_id"] for a in assistants] == ["topic_memory"]
+    assistants = {a["graph_id"]: a for a in client.assistants.search()}
+    assert sorted(assistants) == ["topic_memory", "topic_review"]
     # Studio draws the input form from this schema: a chat ``messages`` key.
-    schemas = client.assistants.get_schemas(assistants[0]["assistant_id"])
+    schemas = client.assistants.get_schemas(assistants["topic_memory"]["assistant_id"])
     assert "messages" in schemas["input_schema"]["properties"]
     thread = client.threads.create()
     nodes: list[str] = []
@@ -151,3 +154,35 @@ def test_platform_store_searches_by_meaning_with_the_package_embedder(dev_server
     found = client.store.search_items(notes, query="京都的寺庙", limit=2)["items"]
     assert [item["key"] for item in found][0] == "kyoto"
     assert found[0]["score"] is not None
+
+
+def test_a_review_run_on_a_chat_thread_archives_and_the_next_turn_sees_it(dev_server: str) -> None:
+    from conversations import SUBJECTS
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=dev_server, timeout=RUN_TIMEOUT)
+    thread = client.threads.create()
+    history = [
+        {"role": role, "content": text}
+        for _ in range(2)
+        for exchanges in SUBJECTS.values()
+        for pair in exchanges
+        for role, text in zip(("user", "assistant"), pair, strict=True)
+    ]
+    imported = {"messages": history, "mode": "import"}
+    client.runs.wait(thread["thread_id"], "topic_memory", input=imported)
+    before = client.threads.get_state(thread["thread_id"])["values"]
+    assert before["topics"], "the import split"
+    client.runs.wait(thread["thread_id"], "topic_review", input={"review_now": "2100-01-01"})
+    values = client.threads.get_state(thread["thread_id"])["values"]
+    assert {t["status"] for t in values["topics"].values()} == {"archived"}
+    assert len(values["review"]["archived"]) == len(values["topics"])
+    assert values["messages"] == before["messages"] and values["turn"] == before["turn"]
+    client.runs.wait(
+        thread["thread_id"],
+        "topic_memory",
+        input={"messages": [{"role": "user", "content": "Do you remember my sourdough starter?"}]},
+    )
+    after = client.threads.get_state(thread["thread_id"])["values"]
+    assert after["turn"] == before["turn"] + 1 and after["review"] == values["review"]
+    assert "archived" in {t["status"] for t in after["topics"].values()}

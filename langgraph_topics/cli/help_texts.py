@@ -13,6 +13,7 @@ examples:
   langgraph-topics context "what did we decide?" --thread bob --show-prompt
   langgraph-topics topics --thread bob --map map.png
   langgraph-topics check --thread bob
+  langgraph-topics review --thread bob         # merge duplicates, archive dormant topics
 
 Data lives in --data-dir (default ./.langgraph_topics; demo uses a scratch directory unless
 given one); --budget is remembered per data directory. With no model configured every role runs
@@ -224,6 +225,36 @@ examples:
 
 Turn latency against the number of active topics, each topic window a fake that sleeps --delay
 seconds: shows whether the windows run in parallel.
+""",
+    f"{PROG} review": """
+examples:
+  langgraph-topics review --thread bob                   # as of now
+  langgraph-topics review --thread bob --now 2030-01-01  # dormancy judged as of that date
+  langgraph-topics review --thread bob --json
+
+Refreshes the briefs of topics touched since the last review, merges near-duplicate topics
+(brief similarity and shared keywords, see Settings.merge_similarity) and archives topics not
+activated for more than 7 days (Settings.archive_after_days) and one-off questions. No message
+is lost: archived topics keep theirs (check, transcript), their summaries are filed under
+topics/archived/YYYY-MM/, and only a recall cue naming them or restore brings them back.
+Running it again changes nothing.
+""",
+    f"{PROG} archive": """
+examples:
+  langgraph-topics archive topic-1a2b3c4d --thread bob
+  langgraph-topics restore topic-1a2b3c4d --thread bob   # bring it back
+
+An unknown topic id is one line on standard error and exit status 2; nothing is written.
+""",
+    f"{PROG} restore": """
+examples:
+  langgraph-topics restore topic-1a2b3c4d --thread bob
+  langgraph-topics archived --thread bob                 # what is archived, by month
+""",
+    f"{PROG} archived": """
+examples:
+  langgraph-topics archived --thread bob
+  langgraph-topics archived --thread bob --month 2024-03 --json
 """,
 }
 """Examples and notes shown after the options of ``--help``, per command (by ``prog``)."""

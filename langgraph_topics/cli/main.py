@@ -26,6 +26,7 @@ from langgraph_topics.cli.help_texts import EXAMPLES, PROG
 from langgraph_topics.cli.logs import cli_logging
 from langgraph_topics.cli.migrate import add_migrate_parser, run_migrate
 from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
+from langgraph_topics.cli.review import REVIEW_COMMANDS, add_review_parsers, run_review_command
 from langgraph_topics.cli.signals import SIGNAL_COMMANDS, add_signal_parsers, run_signal
 from langgraph_topics.cli.tables import clip, render_table
 from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
@@ -167,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _common(check)
     add_signal_parsers(commands, _common)
+    add_review_parsers(commands, _common)
     add_workflow_parser(commands, _common)
     add_migrate_parser(commands, _thread)
     add_bench_parser(commands)
@@ -386,6 +388,10 @@ def _signal(args: argparse.Namespace) -> int:
     return run_signal(args, _memory)
 
 
+def _review(args: argparse.Namespace) -> int:
+    return run_review_command(args, _memory)
+
+
 def _workflow(args: argparse.Namespace) -> int:
     return run_workflow(args, _check_data_dir)
 
@@ -429,6 +435,7 @@ def _run(argv: Sequence[str] | None) -> int:
             "workflow": _workflow,
             "migrate": run_migrate,
             **dict.fromkeys(SIGNAL_COMMANDS, _signal),
+            **dict.fromkeys(REVIEW_COMMANDS, _review),
         }
         try:
             return handlers[args.command](args)

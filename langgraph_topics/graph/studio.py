@@ -1,4 +1,7 @@
-"""The graph that ``langgraph.json`` exports to LangGraph Studio and the LangGraph Server.
+"""The graphs that ``langgraph.json`` exports to LangGraph Studio and the LangGraph Server.
+
+``topic_memory`` is the chat graph; ``topic_review`` reviews one of its threads (README:
+"Review, archive and merge"): run it on the thread, and the thread's next state shows it.
 
 It is compiled without a checkpointer or a store because the server brings both: its
 checkpointer keeps the working set, its platform store (``runtime.store``) the topics
@@ -30,8 +33,15 @@ at least 200 tokens …``).
 from __future__ import annotations
 
 from langgraph_topics.graph.builder import build_graph
+from langgraph_topics.graph.review import build_review_graph
 
 graph = build_graph(name="topic_memory")
 """The compiled topic-memory graph (input: chat ``messages`` and an optional ``mode``)."""
 
-__all__ = ["graph"]
+review_graph = build_review_graph(name="topic_review")
+"""The review graph (input: an optional ``review_now``), run on a chat thread to review it.
+
+The server runs one run of a thread at a time, so a review never overlaps a turn there.
+"""
+
+__all__ = ["graph", "review_graph"]

@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
+from langgraph_topics.activation.archived_recall import named_archived
 from langgraph_topics.activation.grey import activation_quota, candidate_threshold
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.nodes.recall_cue import latest_user_text
@@ -70,17 +71,26 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         for topic_id, score in stores.topic_index.search(request["query"], k=k + active_count)
         if topic_id in dormant
     }
+    # An archived topic is offered only when a recall cue names it (an explicit request).
+    named = named_archived(request["query"], topics) if request["reason"] == "recall_cue" else []
+    if named:
+        wide = stores.topic_index.search(request["query"], k=len(topics), exclude_status=())
+        found = dict(wide)
+        similarity.update({topic_id: found.get(topic_id, 0.0) for topic_id in named})
+    offered = dormant | set(named)
     # The briefs describe a topic; the message index finds the one message that answers.
     for topic_id, score in evidence_topics(services, thread_id, state, request["query"], k):
-        if topic_id in dormant:
+        if topic_id in offered:
             similarity[topic_id] = max(score, similarity.get(topic_id, 0.0))
     ranked_ids = sorted(similarity, key=lambda t: -similarity[t])[:k]
+    ranked_ids += [topic_id for topic_id in named if topic_id not in ranked_ids]
     candidates: list[tuple[TopicInfo, float]] = []
     missing: list[str] = []
     for topic_id in ranked_ids:
         try:
+            status = topics[topic_id]["status"]
             candidates.append(
-                (topic_info(stores.topic_store, topic_id, "dormant"), similarity[topic_id])
+                (topic_info(stores.topic_store, topic_id, status), similarity[topic_id])
             )
         except KeyError:
             # Registered and indexed, but its file is gone (removed by hand, another data
@@ -92,7 +102,8 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             "kind": "index_search",
             "reason": request["reason"],
             "topic_ids": [info["id"] for info, _ in candidates],
-            "detail": f"{len(candidates)} dormant candidates, {kind} search",
+            "detail": f"{len(candidates)} dormant candidates, {kind} search"
+            + (f" ({len(named)} archived, named by the cue)" if named else ""),
         }
     ]
     if missing:

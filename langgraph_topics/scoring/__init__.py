@@ -16,7 +16,7 @@ from langgraph_topics.scoring.memory_score import (
     score_topics,
     tier_of,
 )
-from langgraph_topics.scoring.usage import turn_counts, with_counts
+from langgraph_topics.scoring.usage import merged_usage, turn_counts, with_counts
 from langgraph_topics.scoring.user_signals import check_rating, with_signal
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "archive_tier",
     "check_rating",
     "memory_score",
+    "merged_usage",
     "score_topics",
     "tier_of",
     "turn_counts",

@@ -68,3 +68,23 @@ def with_counts(record: TopicRecord, increments: Mapping[Counter, int]) -> Topic
         if step:
             usage[counter] = usage.get(counter, 0) + step
     return {**record, "usage": usage} if usage else record
+
+
+def merged_usage(first: TopicRecord, second: TopicRecord) -> TopicUsage:
+    """Combine the usage of two topics merged into one.
+
+    Counters are added, the topic is pinned if either was and keeps the higher rating: a
+    review's merge keeps both topics' histories, so it keeps both topics' use too.
+    """
+    one, two = first.get("usage") or {}, second.get("usage") or {}
+    usage: TopicUsage = {}
+    for counter in COUNTERS:
+        total = one.get(counter, 0) + two.get(counter, 0)
+        if total:
+            usage[counter] = total
+    if one.get("pinned") or two.get("pinned"):
+        usage["pinned"] = True
+    rating = max(one.get("rating", 0), two.get("rating", 0))
+    if rating:
+        usage["rating"] = rating
+    return usage

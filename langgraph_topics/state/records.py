@@ -97,6 +97,29 @@ class TopicRecord(TypedDict):
     """Usage counters and user signals (absent: never used)."""
 
 
+class ArchivedTopic(TypedDict):
+    """A topic the review archived: its compressed summary, filed by month (seed 000 §4.8, §9).
+
+    The topic's messages stay in its file (invariant 1: ``check`` and ``transcript`` see them);
+    this is what an archive lists and what a date query finds.
+    """
+
+    topic_id: str
+    name: str
+    month: str
+    """``YYYY-MM`` of the topic's newest message: where it is filed (``topics/archived/``)."""
+    first_day: str | None
+    last_day: str | None
+    """The days of its first and newest messages (``YYYY-MM-DD``), when they are dated."""
+    archived_at: str
+    reason: str
+    """Which criterion archived it (``dormant 12 days``, ``one-off question``, ``by request``)."""
+    message_count: int
+    brief: str
+    summary: SummaryCard
+    """The compressed summary: a card of all its messages, the brief as its text (seed 001 T3)."""
+
+
 class TopicResult(TypedDict):
     """One topic window's output for this turn (seed 000 §4.2)."""
 
@@ -188,6 +211,10 @@ class TurnEvent(TypedDict):
         "trimmed",
         "reconciled",
         "degraded",
+        "rebriefed",
+        "merged",
+        "archived",
+        "restored",
     ]
     detail: str
     topic_ids: NotRequired[list[str]]
@@ -208,6 +235,35 @@ class EstimateRecord(TypedDict):
     split: bool
     available: NotRequired[int]
     """``budget - system`` when the split rule is seed 001's dynamic one."""
+
+
+class MergeRecord(TypedDict):
+    """Two topics a review merged: ``retired``'s messages are ``into``'s since."""
+
+    into: str
+    retired: str
+    similarity: float
+    shared_keywords: list[str]
+
+
+class ArchiveRecord(TypedDict):
+    """A topic archived, by a review's criteria or by request."""
+
+    topic_id: str
+    reason: str
+    month: str
+
+
+class ReviewRecord(TypedDict):
+    """The last review of the thread (README: "Review, archive and merge")."""
+
+    at: str
+    """The time it judged by (``--now``, else when it ran)."""
+    reviewed: dict[str, int]
+    """Message count of every topic it saw: a topic whose count differs was touched since."""
+    rebriefed: list[str]
+    merged: list[MergeRecord]
+    archived: list[ArchiveRecord]
 
 
 class ThreadBefore(TypedDict):

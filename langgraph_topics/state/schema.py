@@ -15,6 +15,7 @@ from langgraph_topics.state.records import (
     ActivationRequest,
     AssembledContext,
     EstimateRecord,
+    ReviewRecord,
     StoredMessage,
     ThreadBefore,
     TopicRecord,
@@ -90,6 +91,8 @@ class TopicState(InputState, total=False):
     workflow: ActivePath | None
     """The active path of the thread's workflow (seed 001 T4), read at the start of a turn;
     absent for a thread that never had a workflow."""
+    review: ReviewRecord
+    """What the last review did (the review graph, ``graph/review.py``); absent before one."""
 
 
 class TopicWindowTask(TypedDict):

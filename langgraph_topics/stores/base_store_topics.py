@@ -7,6 +7,7 @@ JsonlTopicStore`, item for line. Layout (namespaces are tuples of labels)::
 
     ("langgraph_topics", <thread key>)              key "head": {"seq": <high-water mark>}
     ("langgraph_topics", <thread key>, "records")   key "<seq, 12 digits>-<writer>": a record
+    ("langgraph_topics", <thread key>, "archived")  key "<topic id>": an archived summary
 
 A record item's value is ``{"seq", "order", "type", "topic", "record"}``: the sequence number
 (and as zero-padded text, for range filters), the record's type (``topic``, ``message``,
@@ -44,6 +45,8 @@ from typing import Any, cast
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
+from langgraph_topics.stores.archive_shelves import BaseStoreArchiveShelf
+from langgraph_topics.stores.merged_topics import MERGED, merged_target
 from langgraph_topics.stores.seq_ranges import (
     SeqRanges,
     contains,
@@ -196,6 +199,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         self._writer = secrets.token_hex(4)
         self._lock = threading.RLock()
         self._unsettled: list[_Unsettled] = []
+        self._shelf = BaseStoreArchiveShelf(store, self._head_namespace)
         self._load()
 
     # ------------------------------------------------------------------------------- branches
@@ -246,6 +250,8 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             kind, topic_id = record.record.get("type"), record.topic
             if kind == "topic" and topic_id is not None:
                 view._all_topic_ids.add(topic_id)
+            elif kind == MERGED:
+                return None  # ids change topics: the full read places them
             elif kind != "link" and topic_id not in view._topics:
                 return None  # a topic this branch never saw created: read it all again
             view._index(record)
@@ -268,6 +274,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         view._writer = secrets.token_hex(4)
         view._lock = threading.RLock()
         view._unsettled = []
+        view._shelf = self._shelf
         view._topics = {
             topic_id: replace(
                 topic,
@@ -281,6 +288,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         }
         view._locations = dict(self._locations)
         view._links = list(self._links)
+        view._combined_cache = {}
         view._all_topic_ids = set(self._all_topic_ids)
         view._known_head, view._next_seq = self._known_head, self._next_seq
         return view
@@ -322,7 +330,8 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         for record in records:
             self._index(record)
         for topic in sorted(self._topics.values(), key=order_key):
-            self._register_owners(topic.meta["id"], topic.positions)
+            # A merged topic's ids go to the topic it was merged into.
+            self._register_owners(self._owner(topic.meta["id"]), topic.positions)
         if self._filter is None:
             self._ranges = normalize([(0, self._next_seq)])
 
@@ -385,6 +394,10 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             topic = self._topics[topic_id] = _Topic(meta=meta, seq=stored.seq)
         if kind == "brief":
             apply_brief(topic.meta, record)
+        elif kind == MERGED:
+            topic.merged_into = merged_target(record)
+            if topic.merged_into is None:
+                logger.warning("topic %s: skipping a merge record naming no topic", topic_id)
         elif kind == "message":
             message = message_from_record(record)
             if message is None:
@@ -469,7 +482,9 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         topic = self._topics.get(stored.topic or "")
         message_id = stored.record.get("id")
         if topic is not None and stored.record.get("type") == "message" and message_id:
-            self._locations.setdefault(str(message_id), topic.meta["id"])
+            self._locations.setdefault(str(message_id), self._owner(topic.meta["id"]))
+        if topic is not None and topic.merged_into is not None:
+            self._retire(topic.meta["id"], topic.merged_into)
 
     # ------------------------------------------------------- the protocol (see TopicRecordIndex)
 
@@ -499,8 +514,9 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             self._settle()
             keyed: list[tuple[datetime, int, StoredMessage]] = []
             for topic_id, topic in self._topics.items():
+                owner = self._owner(topic_id)
                 for message in topic.messages:
-                    if self._locations.get(message["id"]) == topic_id:
+                    if self._locations.get(message["id"]) == owner:
                         keyed.append((*topic.order[message["id"]], message))
             keyed.sort(key=lambda item: (item[0], item[1]))
             return [message for _, _, message in keyed]
@@ -582,10 +598,21 @@ def copy_jsonl_topics(source: JsonlTopicStore, target: BaseStoreTopicStore) -> i
     Returns:
         How many records were written (0 when the copy was already complete).
 
+    The archive shelf's filed summaries (``archive_shelves``) are copied too; they are not
+    counted.
+
     Raises:
         ValueError: The target thread holds records of its own under the same numbers.
     """
-    return target.restore_records(source.raw_records())
+    written = target.restore_records(source.raw_records())
+    for entry in source.archive_entries():
+        if target.archive_entry(entry["topic_id"]) == entry:
+            continue
+        try:
+            target.save_archive(entry)
+        except KeyError:  # a filing left for a topic since merged away: nobody reads it
+            logger.info("archived summary of %s not copied: no such topic", entry["topic_id"])
+    return written
 
 
 def _added_ranges(old: SeqRanges, new: SeqRanges) -> SeqRanges | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from langgraph_topics.state.records import StoredMessage, TopicMeta
+from langgraph_topics.state.records import ArchivedTopic, StoredMessage, TopicMeta
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.summaries.card import SummaryCard
 
@@ -106,6 +106,42 @@ class BranchedTopicStore(Protocol):
 
     def on_branch(self, ranges: SeqRanges) -> TopicStore:
         """The same data as the branch that recorded ``ranges`` sees it."""
+        ...
+
+
+@runtime_checkable
+class ReviewableTopicStore(Protocol):
+    """A topic store the review can merge and archive in (both stores of the package have it).
+
+    README: "Review, archive and merge".
+    """
+
+    def merge_topics(self, source_id: str, into_id: str) -> None:
+        """Retire ``source_id`` into ``into_id`` in one record; its messages become the target's.
+
+        No message moves or is copied: every id stays stored once. Merging a topic already
+        merged into the same target writes nothing. KeyError for an unknown or retired topic.
+        """
+        ...
+
+    def merged_into(self, topic_id: str) -> str | None:
+        """The live topic holding a merged topic's messages; None for one never merged."""
+        ...
+
+    def save_archive(self, entry: ArchivedTopic) -> None:
+        """File an archived topic's compressed summary under its month."""
+        ...
+
+    def archive_entry(self, topic_id: str) -> ArchivedTopic | None:
+        """A topic's filed summary, or None."""
+        ...
+
+    def archive_entries(self) -> list[ArchivedTopic]:
+        """Every filed summary, month by month."""
+        ...
+
+    def drop_archive(self, topic_id: str) -> None:
+        """Take a topic's filed summary off the shelf."""
         ...
 
 

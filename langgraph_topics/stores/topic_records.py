@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast
 
-from langgraph_topics.state.records import StoredMessage, TopicMeta
+from langgraph_topics.state.records import ArchivedTopic, StoredMessage, TopicMeta
+from langgraph_topics.stores.archive_shelves import ArchiveShelf
+from langgraph_topics.stores.merged_topics import combined, live_topic, members, merge_record
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.summaries.card import SummaryCard
 
@@ -183,6 +185,9 @@ class IndexedTopic:
     seq: int
     """Sequence number of the topic's first record: ties creation times."""
     days: set[str] = field(default_factory=set)
+    merged_into: str | None = None
+    """The topic a review merged this one into (``merged_topics``): retired, its messages
+    read as that topic's."""
 
     def count(self, message: StoredMessage, stored_at: str) -> None:
         """Count a message stored at ``stored_at`` in the metadata and the days."""
@@ -221,12 +226,17 @@ class TopicRecordIndex(Generic[TopicT]):
     """Every visible message id mapped to the topic holding it."""
     _links: list[tuple[str, str, str]]
     """``(from, to, kind)`` of every visible link, each once, oldest first."""
+    _combined_cache: dict[str, tuple[list[StoredMessage], dict[str, int]]]
+    """The messages of each topic that holds merged ones, in conversation order."""
+    _shelf: ArchiveShelf
+    """Where archived topics' summaries are filed (``archive_shelves``)."""
 
     def _clear_index(self) -> None:
         """Start an empty index answering from the ranges the store was opened with."""
         self._topics = {}
         self._locations = {}
         self._links = []
+        self._combined_cache = {}
         self._ranges = list(self._filter or [])
 
     # ----------------------------------------------------------------------------- the hooks
@@ -273,6 +283,42 @@ class TopicRecordIndex(Generic[TopicT]):
             return self._topics[topic_id]
         except KeyError:
             raise KeyError(f"unknown topic {topic_id!r}") from None
+
+    def _live(self, topic_id: str) -> TopicT:
+        """A topic that was not merged into another (KeyError naming its target if it was)."""
+        topic = self._topic(topic_id)
+        if topic.merged_into is not None:
+            target = live_topic(self._topics, topic_id)
+            raise KeyError(f"topic {topic_id!r} was merged into {target!r}")
+        return topic
+
+    def _owner(self, topic_id: str) -> str:
+        """The live topic that holds the messages stored in ``topic_id``'s own records."""
+        return live_topic(self._topics, topic_id)
+
+    def _holding(self, topic_id: str) -> tuple[list[StoredMessage], dict[str, int]]:
+        """A live topic's messages, merged topics' included, and each one's index among them."""
+        parts = members(self._topics, topic_id) if self._merges() else [topic_id]
+        if len(parts) == 1:
+            return self._loaded(self._topics[topic_id])
+        cached = self._combined_cache.get(topic_id)
+        if cached is None:
+            loaded = [self._loaded(self._topics[part])[0] for part in parts]
+            cached = combined(loaded, _message_time)
+            self._combined_cache[topic_id] = cached
+        return cached
+
+    def _merges(self) -> bool:
+        return any(topic.merged_into is not None for topic in self._topics.values())
+
+    def _retire(self, source_id: str, into_id: str) -> None:
+        """Take a stored merge into memory: the source's messages now belong to the target."""
+        self._topics[source_id].merged_into = into_id
+        owner = self._owner(into_id)
+        for message_id, holder in list(self._locations.items()):
+            if holder == source_id:
+                self._locations[message_id] = owner
+        self._combined_cache.clear()
 
     def _register_owners(self, topic_id: str, message_ids: Collection[str]) -> None:
         """Map a topic's message ids to it, unless an older topic holds one already.
@@ -329,7 +375,7 @@ class TopicRecordIndex(Generic[TopicT]):
         with self._lock:
             self._catch_up()
             if parent_id is not None:
-                self._topic(parent_id)
+                self._live(parent_id)
             created = created_at or self._clock()
             while True:
                 topic_id = f"topic-{secrets.token_hex(4)}"
@@ -364,7 +410,7 @@ class TopicRecordIndex(Generic[TopicT]):
         """
         with self._lock:
             self._catch_up()
-            topic = self._topic(topic_id)
+            topic = self._live(topic_id)
             if not messages:
                 return
             check_new_messages(messages, self._locations)
@@ -375,6 +421,7 @@ class TopicRecordIndex(Generic[TopicT]):
                 copy = message.copy()
                 self._locations[copy["id"]] = topic_id
                 self._add_message(topic, copy, start + offset, stored_at)
+            self._combined_cache.pop(topic_id, None)
             self._stored(topic)
 
     def set_brief(
@@ -393,7 +440,7 @@ class TopicRecordIndex(Generic[TopicT]):
         """
         with self._lock:
             self._catch_up()
-            topic = self._topic(topic_id)
+            topic = self._live(topic_id)
             record: dict[str, Any] = {
                 "type": "brief",
                 "name": name,
@@ -418,7 +465,8 @@ class TopicRecordIndex(Generic[TopicT]):
         """
         with self._lock:
             self._catch_up()
-            return list(self._loaded(self._topic(topic_id))[0])
+            self._live(topic_id)
+            return list(self._holding(topic_id)[0])
 
     def neighbours(self, message_id: str, before: int, after: int) -> list[StoredMessage]:
         """A stored message with up to ``before``/``after`` messages around it in its topic.
@@ -430,7 +478,7 @@ class TopicRecordIndex(Generic[TopicT]):
             topic_id = self._locations.get(message_id)
             if topic_id is None:
                 return []
-            messages, positions = self._loaded(self._topics[topic_id])
+            messages, positions = self._holding(topic_id)
             place = positions.get(message_id)
             if place is None:
                 return []
@@ -445,7 +493,7 @@ class TopicRecordIndex(Generic[TopicT]):
                 topic_id = self._locations.get(message_id)
                 if topic_id is None or message_id in found:
                     continue
-                messages, positions = self._loaded(self._topics[topic_id])
+                messages, positions = self._holding(topic_id)
                 place = positions.get(message_id)
                 if place is not None:
                     found[message_id] = messages[place].copy()
@@ -464,20 +512,95 @@ class TopicRecordIndex(Generic[TopicT]):
             return dict(self._locations)
 
     def topic_ids(self) -> list[str]:
-        """Ids of all topics, oldest first (by ``created_at``, then by creation order)."""
+        """Ids of all topics, oldest first (by ``created_at``, then by creation order).
+
+        Topics merged into another are left out: their messages are the other's.
+        """
         with self._lock:
             self._catch_up()
-            return [topic.meta["id"] for topic in sorted(self._topics.values(), key=order_key)]
+            return [
+                topic.meta["id"]
+                for topic in sorted(self._topics.values(), key=order_key)
+                if topic.merged_into is None
+            ]
 
     def meta(self, topic_id: str) -> TopicMeta:
         """Return a copy of a topic's metadata.
+
+        A topic holding merged ones counts their messages too.
+
+        Raises:
+            KeyError: Unknown topic, or one merged into another.
+        """
+        with self._lock:
+            self._catch_up()
+            meta = self._live(topic_id).meta.copy()
+            for part in members(self._topics, topic_id)[1:] if self._merges() else []:
+                other = self._topics[part].meta
+                meta["message_count"] += other["message_count"]
+                meta["updated_at"] = max(meta["updated_at"], other["updated_at"])
+            return meta
+
+    def merge_topics(self, source_id: str, into_id: str) -> None:
+        """Retire ``source_id`` into ``into_id``: its messages become the target's (one record).
+
+        Idempotent: merging a topic already merged into the same target writes nothing.
+
+        Raises:
+            KeyError: Either topic is unknown, or already merged into another one.
+            ValueError: A topic merged into itself.
+        """
+        with self._lock:
+            self._catch_up()
+            if source_id == into_id:
+                raise ValueError(f"cannot merge topic {source_id!r} into itself")
+            known = self._topic(source_id)
+            self._topic(into_id)
+            if known.merged_into is not None and self._owner(source_id) == self._owner(into_id):
+                return
+            source = self._live(source_id)
+            self._live(into_id)
+            self._store(source_id, [merge_record(into_id, self._clock())])
+            self._retire(source_id, into_id)
+            self._stored(source)
+
+    def merged_into(self, topic_id: str) -> str | None:
+        """The live topic holding a merged topic's messages; None for a topic never merged.
 
         Raises:
             KeyError: Unknown topic.
         """
         with self._lock:
             self._catch_up()
-            return self._topic(topic_id).meta.copy()
+            if self._topic(topic_id).merged_into is None:
+                return None
+            return self._owner(topic_id)
+
+    def save_archive(self, entry: ArchivedTopic) -> None:
+        """File an archived topic's compressed summary under its month.
+
+        Raises:
+            KeyError: Unknown topic, or one merged into another.
+        """
+        with self._lock:
+            self._catch_up()
+            self._live(entry["topic_id"])
+            self._shelf.save(entry)
+
+    def archive_entry(self, topic_id: str) -> ArchivedTopic | None:
+        """The filed summary of a topic, or None (whether it is archived: see the registry)."""
+        with self._lock:
+            return self._shelf.get(topic_id)
+
+    def archive_entries(self) -> list[ArchivedTopic]:
+        """Every filed summary, month by month."""
+        with self._lock:
+            return self._shelf.entries()
+
+    def drop_archive(self, topic_id: str) -> None:
+        """Take a topic's filed summary off the shelf (a restored topic)."""
+        with self._lock:
+            self._shelf.drop(topic_id)
 
     def link(self, from_id: str, to_id: str, kind: str) -> None:
         """Record a relation between two topics; recording the same relation again is a no-op.
@@ -488,8 +611,8 @@ class TopicRecordIndex(Generic[TopicT]):
         """
         with self._lock:
             self._catch_up()
-            self._topic(from_id)
-            self._topic(to_id)
+            self._live(from_id)
+            self._live(to_id)
             if from_id == to_id:
                 raise ValueError(f"cannot link topic {from_id!r} to itself")
             link = (from_id, to_id, kind)
@@ -528,7 +651,15 @@ class TopicRecordIndex(Generic[TopicT]):
         """
         with self._lock:
             index: dict[str, list[str]] = {}
+            merges = self._merges()
             for topic_id in self.topic_ids():
-                for day in self._topics[topic_id].days:
+                parts = members(self._topics, topic_id) if merges else [topic_id]
+                days = set().union(*(self._topics[part].days for part in parts))
+                for day in days:
                     index.setdefault(day, []).append(topic_id)
             return {day: index[day] for day in sorted(index)}
+
+
+def _message_time(message: StoredMessage) -> datetime:
+    """A message's place in the conversation when topics are merged (undated ones last)."""
+    return parse_time(message.get("timestamp")) or NEVER

@@ -3,6 +3,8 @@
 Layout under ``root``::
 
     topics/<topic_id>.jsonl   # {"type": "topic", ...} header, then "message" and "brief" lines
+                              # (and a "merged" line once a review merged it into another)
+    topics/archived/YYYY-MM/<topic_id>.json   # an archived topic's summary (archive_shelves)
     links.jsonl               # {"type": "link", "from": ..., "to": ..., "kind": ...} lines
 
 Every file is only ever appended to, so a crash can at worst tear the last line; that line is
@@ -31,8 +33,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
+from langgraph_topics.stores.archive_shelves import ARCHIVED_DIR, FileArchiveShelf
 from langgraph_topics.stores.durable import append_durably, fsync_directory, truncate_durably
 from langgraph_topics.stores.jsonl_lines import decode_line, decode_lines
+from langgraph_topics.stores.merged_topics import MERGED, merged_target
 from langgraph_topics.stores.seq_ranges import (
     SeqRanges,
     contains,
@@ -249,6 +253,7 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         self._filter = normalize(visible) if visible is not None else None
         self._topics_dir = self.root / TOPICS_DIR
         self._links_path = self.root / LINKS_FILE
+        self._shelf = FileArchiveShelf(self._topics_dir / ARCHIVED_DIR)
         self._lock = threading.RLock()
         self._clear_index()
         self._next_seq = 0
@@ -294,9 +299,10 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
             if entry is not None:
                 loaded.append(entry)
         loaded.sort(key=lambda item: order_key(item[0]))
-        for topic, ids in loaded:
+        for topic, _ in loaded:
             self._topics[topic.meta["id"]] = topic
-            self._register_owners(topic.meta["id"], ids)
+        for topic, ids in loaded:  # a merged topic's ids go to the topic it was merged into
+            self._register_owners(self._owner(topic.meta["id"]), ids)
         for record in _read_records(self._links_path, repair=True):
             self._take_seq(record.get("seq"))
             if not self._visible(record):
@@ -404,6 +410,10 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
             topic = loading.topic = _Topic(meta=meta, seq=seq)
         if kind == "brief":
             apply_brief(topic.meta, record)
+        elif kind == MERGED:
+            topic.merged_into = merged_target(record)
+            if topic.merged_into is None:
+                logger.warning("%s: skipping a merge record naming no topic", path)
         elif kind == "message":
             if line is None:
                 logger.warning("%s: skipping malformed message record", path)
@@ -533,7 +543,8 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
                     if record.get("type") != "message" or not self._visible(record):
                         continue
                     message = message_from_record(record)
-                    if message is None or self._locations.get(message["id"]) != topic_id:
+                    owner = self._owner(topic_id)
+                    if message is None or self._locations.get(message["id"]) != owner:
                         continue
                     when = (
                         parse_time(message.get("timestamp"))
