@@ -37,3 +37,9 @@ def chinese_words(run: str) -> tuple[str, ...]:
         run: Chinese text; punctuation and Latin letters come back as their own tokens.
     """
     return tuple(word for word in _jieba().lcut(run, HMM=True) if word.strip())
+
+
+def word_frequency(word: str) -> float:
+    """Share of ``word`` among all words of jieba's dictionary (0.0 for a word it lacks)."""
+    tokenizer = _jieba()
+    return float(tokenizer.FREQ.get(word, 0)) / float(tokenizer.total or 1)
