@@ -139,7 +139,8 @@ def round_similarity(
     """Seed 003's similarity of two rounds' keywords ``seconds`` apart, in [0, 1]."""
     similarity = keyword_similarity(a, b)
     if similarity < rules.drift_similarity_cap and weakly_associated(a, b):
-        similarity = min(similarity + rules.continuity_bonus_for_partial, rules.drift_similarity_cap)
+        raised = similarity + rules.continuity_bonus_for_partial
+        similarity = min(raised, rules.drift_similarity_cap)
     return similarity * time_decay(seconds, rules.time_decay_factor)
 
 

@@ -86,9 +86,7 @@ def name_phrase(
     """
     if not (len(texts) == len(weights) == len(speakers)):
         raise ValueError("texts, weights and speakers must have one entry per text")
-    excluded = frozenset(
-        match_key(part.lower()) for person in people for part in person.split()
-    )
+    excluded = frozenset(match_key(part.lower()) for person in people for part in person.split())
     weight_of: dict[str, float] = {}
     texts_of: dict[str, int] = {}
     seen: set[str] = set()
@@ -137,7 +135,9 @@ def _clauses(text: str, excluded: frozenset[str]) -> list[list[_Word]]:
             else:
                 words.append(_english_word(token))
         if words:
-            clauses.append([_Word(w.surface, None, w.chinese) if w.key in excluded else w for w in words])
+            clauses.append(
+                [_Word(w.surface, None, w.chinese) if w.key in excluded else w for w in words]
+            )
     return clauses
 
 

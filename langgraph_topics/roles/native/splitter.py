@@ -238,7 +238,7 @@ class NativeSplitter:
         }
 
     def _read_units(self, units: Sequence[Sequence[StoredMessage]]) -> list[_Unit]:
-        """Texts, vectors, keywords and the small-talk verdict of every unit (one embedding call)."""
+        """Read every unit: text, vector, keywords, small-talk verdict (one embedding call)."""
         talk = [[is_small_talk(message_text(m)) for m in unit] for unit in units]
         matrix = self._unit_vectors(units, talk)
         read: list[_Unit] = []
