@@ -55,6 +55,7 @@ _CLAUSE_END = re.compile(r"[。！？!?；;，,：:\n]|(?<=[A-Za-z])\.\s")
 _INVERTING = frozenset({"to", "in", "around", "across", "through"})
 """``trip to Kyoto`` → ``Kyoto trip``: prepositions after which a proper noun names the place."""
 _CHINESE_JOINER = "的"
+_OPENING_WEIGHT = 2.0
 _MAX_WORDS = 3
 _MAX_CHINESE_CHARS = 10
 
@@ -98,8 +99,11 @@ def name_phrase(
             continue
         seen.add(text)
         words = [w for clause in _clauses(text, excluded) for w in clause]
+        opens = (speaker or not quotable) and not clauses
         for key in {w.key for w in words if w.key}:
-            weight_of[key] = weight_of.get(key, 0.0) + weight
+            # The opening message usually states the subject ("my sourdough starter …"); what
+            # follows goes into its details (loaf, hydration), so its words count double.
+            weight_of[key] = weight_of.get(key, 0.0) + weight * (_OPENING_WEIGHT if opens else 1)
             texts_of[key] = texts_of.get(key, 0) + 1
         if speaker or not quotable:
             opening = not clauses
