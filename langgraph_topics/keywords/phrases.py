@@ -3,9 +3,9 @@
 A name is built around the topic's key word: the content word its messages use most (the
 user's words counting more), weighted by how specific the word is in general use
 (:mod:`~langgraph_topics.keywords.specificity`: "sourdough" names a subject, "been" does not),
-ties going to the opening message, and the words before it in
-the sentence where the user first said it: recurring ones, plus one modifier (English and
-Chinese noun phrases put the head last: *sourdough* starter, *基本面*分析).
+ties going to the opening message, and its neighbours in the
+sentence where the user first said it: recurring ones on either side, plus one modifier before
+it (English and Chinese noun phrases put the head last: *sourdough* starter, *股票*基本面).
 "trip to Kyoto" becomes "Kyoto trip". Words are matched by their stems (``planning`` meets
 ``plans``) but the name keeps the words as they were written, so it never shows a broken stem.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from langgraph_topics.keywords.extraction import CHINESE_STOP_WORDS, ENGLISH_STOP_WORDS, is_cjk
@@ -54,6 +54,8 @@ _TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[A-Za-z][A-Za-z
 _CLAUSE_END = re.compile(r"[。！？!?；;，,：:\n]|(?<=[A-Za-z])\.\s")
 _INVERTING = frozenset({"to", "in", "around", "across", "through"})
 """``trip to Kyoto`` → ``Kyoto trip``: prepositions after which a proper noun names the place."""
+_QUOTED = re.compile(r"«[^»]*»|「[^」]*」")
+"""Quoted speech (a reply citing the user); titles in 《》 or "" stay, they name things."""
 _CHINESE_JOINER = "的"
 _OPENING_WEIGHT = 2.0
 _MAX_WORDS = 3
@@ -66,6 +68,8 @@ class _Word:
     key: str | None
     """Match key of a content word; None for anything a name cannot hold."""
     chinese: bool
+    spaced: bool = True
+    """Whether a space came before it in the text (a name keeps the text's spacing)."""
 
 
 def name_phrase(
@@ -93,8 +97,10 @@ def name_phrase(
     seen: set[str] = set()
     clauses: list[tuple[list[_Word], bool]] = []  # (words, from the opening text)
     quotable = any(speakers)
-    for text, weight, speaker in zip(texts, weights, speakers, strict=True):
-        # A canned reply said ten times says no more than once.
+    for said, weight, speaker in zip(texts, weights, speakers, strict=True):
+        # A quote says no more than what it quotes, and a canned reply said ten times says no
+        # more than once.
+        text = _QUOTED.sub(" ", said)
         if text in seen or is_small_talk(text):
             continue
         seen.add(text)
@@ -133,15 +139,16 @@ def _clauses(text: str, excluded: frozenset[str]) -> list[list[_Word]]:
     clauses: list[list[_Word]] = []
     for part in _CLAUSE_END.split(text):
         words: list[_Word] = []
-        for token in _TOKEN.findall(part):
+        for match in _TOKEN.finditer(part):
+            token = match.group()
+            spaced = match.start() > 0 and part[match.start() - 1].isspace()
             if is_cjk(token):
-                words.extend(_chinese_word(word) for word in chinese_words(token))
+                for index, word in enumerate(chinese_words(token)):
+                    words.append(replace(_chinese_word(word), spaced=spaced and index == 0))
             else:
-                words.append(_english_word(token))
+                words.append(replace(_english_word(token), spaced=spaced))
         if words:
-            clauses.append(
-                [_Word(w.surface, None, w.chinese) if w.key in excluded else w for w in words]
-            )
+            clauses.append([replace(w, key=None) if w.key in excluded else w for w in words])
     return clauses
 
 
@@ -171,15 +178,17 @@ def _chinese_word(word: str) -> _Word:
 
 
 def _phrase(words: list[_Word], head: int, texts_of: dict[str, int]) -> str:
-    """Grow a phrase leftwards from ``words[head]``: recurring words, then one modifier."""
+    """Grow a phrase around ``words[head]``: recurring neighbours, then one modifier before."""
 
     def recurs(index: int) -> bool:
         key = words[index].key
         return key is not None and texts_of.get(key, 0) >= 2
 
-    # Only leftwards: the head ends the phrase (a word after it, as in "starter smells", is
-    # the start of what is said about it).
     start, end = head, head + 1
+    # Rightwards only over recurring words (braised → pork belly): a one-off word after the
+    # key word, as in "starter smells", starts what is said about it.
+    while end < len(words) and recurs(end) and _fits(words[start : end + 1]):
+        end += 1
     while start > 0 and recurs(start - 1) and _fits(words[start - 1 : end]):
         start -= 1
     if start > 0 and words[start - 1].key is not None and _fits(words[start - 1 : end]):
@@ -223,9 +232,6 @@ def _fits(words: Sequence[_Word]) -> bool:
 
 
 def _join(words: Sequence[_Word]) -> str:
-    text = ""
-    for word in words:
-        if text and not (is_cjk(text[-1]) and is_cjk(word.surface[0])):
-            text += " "  # Chinese words run together; anything else is spaced
-        text += word.surface
-    return text
+    return "".join(
+        (" " if word.spaced and index else "") + word.surface for index, word in enumerate(words)
+    )
