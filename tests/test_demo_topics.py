@@ -56,7 +56,7 @@ def _topics_of(found: dict, subject: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("subject", ["kyoto", "sourdough", "fitness"])
+@pytest.mark.parametrize("subject", ["kyoto", "sourdough"])
 def test_each_subject_of_the_demo_is_one_topic(demo: tuple, subject: str) -> None:
     _, found = demo
     split_lines = [

@@ -106,8 +106,8 @@ class _Run:
             # Kept with the subject it closes, without changing what the subject looks like.
             self.target.messages.extend(unit.messages)
             return
-        if self.has_content:
-            self.vector_sum = self.vector_sum + unit.vector
+        # The vectors start with the first unit that says something.
+        self.vector_sum = self.vector_sum + unit.vector if self.has_content else unit.vector.copy()
         self.has_content = True
         self.last = unit.vector
         self.keywords |= unit.keywords
@@ -128,7 +128,7 @@ class _Unit:
     round: list[str]
     """Seed 003 keywords (the longest content words)."""
     small_talk: bool
-    """Its user messages (all its messages, without one) are small talk."""
+    """Its user messages (all its messages, when it has none) are small talk."""
 
 
 class NativeSplitter:
@@ -187,8 +187,11 @@ class NativeSplitter:
             return {"assignments": [], "new_topics": []}
         open_topics = [t for t in topics if t["status"] != "archived"]
         topic_texts = [f"{t['name']}\n{t['brief']}" for t in open_topics]
-        latest = [(i, t["latest_unit"]) for i, t in enumerate(open_topics) if t.get("latest_unit")]
-        read = self._read_units([*kept, *(unit for _, unit in latest[:1])])
+        latest = next(
+            ((i, t["latest_unit"]) for i, t in enumerate(open_topics) if t.get("latest_unit")),
+            None,
+        )
+        read = self._read_units([*kept, latest[1]] if latest else kept)
         anchors = self.topic_cache.embed([(text, text) for text in topic_texts])
         targets = [
             _Target(topic["id"], None, anchors[index], set(extract_keywords(text)))
@@ -198,7 +201,7 @@ class NativeSplitter:
         if latest:
             # The conversation goes on from the previous split's last unit: its topic is the
             # current run, which the first units here may continue (or drift from).
-            runs.append(_carried_run(targets[latest[0][0]], read.pop()))
+            runs.append(_carried_run(targets[latest[0]], read.pop()))
         new_targets: list[_Target] = []
         waiting: list[_Unit] = []  # small talk met before any run: it joins the first one
         for unit in read:
