@@ -1,13 +1,13 @@
 """Topic names a person would write: a short phrase of the topic's own words.
 
-A name is built around the topic's key word: the content word its messages use most (the
-user's words counting more), weighted by how specific the word is in general use
-(:mod:`~langgraph_topics.keywords.specificity`: "sourdough" names a subject, "been" does not),
-ties going to the opening message, and its neighbours in the
-sentence where the user first said it: recurring ones on either side, plus one modifier before
-it (English and Chinese noun phrases put the head last: *sourdough* starter, *股票*基本面).
-"trip to Kyoto" becomes "Kyoto trip". Words are matched by their stems (``planning`` meets
-``plans``) but the name keeps the words as they were written, so it never shows a broken stem.
+A name grows around the topic's key word. That is the content word its messages use most (the
+user's words and the opening message counting more), weighted by how specific the word is in
+general use (:mod:`~langgraph_topics.keywords.specificity`: "sourdough" names a subject, "been"
+does not). The phrase is taken from the sentence where the user first said it: the key word,
+its recurring neighbours, and one modifier before it (English and Chinese noun phrases put the
+head last: *sourdough* starter, *股票*基本面); "trip to Kyoto" becomes "Kyoto trip". Words are
+matched by their stems (``planning`` meets ``plans``), but the name keeps them as they were
+written, so it never shows a broken stem.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def name_phrase(
     weight_of: dict[str, float] = {}
     texts_of: dict[str, int] = {}
     seen: set[str] = set()
-    clauses: list[tuple[list[_Word], bool]] = []  # (words, from the opening text)
+    clauses: list[tuple[Sequence[_Word], bool]] = []  # (words, from the opening text)
     quotable = any(speakers)
     for said, weight, speaker in zip(texts, weights, speakers, strict=True):
         # A quote says no more than what it quotes, and a canned reply said ten times says no
@@ -104,9 +104,9 @@ def name_phrase(
         if text in seen or is_small_talk(text):
             continue
         seen.add(text)
-        words = [w for clause in _clauses(text, excluded) for w in clause]
+        keys = {w.key for clause in _clauses(text, excluded) for w in clause if w.key}
         opens = (speaker or not quotable) and not clauses
-        for key in {w.key for w in words if w.key}:
+        for key in keys:
             # The opening message usually states the subject ("my sourdough starter …"); what
             # follows goes into its details (loaf, hydration), so its words count double.
             weight_of[key] = weight_of.get(key, 0.0) + weight * (_OPENING_WEIGHT if opens else 1)
@@ -114,29 +114,30 @@ def name_phrase(
         if speaker or not quotable:
             opening = not clauses
             clauses.extend((clause, opening) for clause in _clauses(text, excluded))
-    best: tuple[tuple[float, int, int, int], list[_Word], int] | None = None
+    best: tuple[tuple[float, int, int, int], Sequence[_Word], int] | None = None
     order = 0
-    for words, opening in clauses:
-        for position, word in enumerate(words):
+    for clause, opening in clauses:
+        for position, word in enumerate(clause):
             if word.key is None:
                 continue
             # Among equals, the opening text's word, then a phrase's last word (its head:
             # 基本面*分析*, sourdough *starter*), then the earliest.
-            ends = position + 1 == len(words) or words[position + 1].key is None
+            ends = position + 1 == len(clause) or clause[position + 1].key is None
             score = round(weight_of[word.key] * specificity(word.surface), 6)
             rank = (score, 1 if opening else 0, 1 if ends else 0, -order)
             order += 1
             if best is None or rank > best[0]:
-                best = (rank, words, position)
+                best = (rank, clause, position)
     if best is None:
         return None
-    _, words, position = best
-    return _phrase(words, position, texts_of)
+    _, clause, position = best
+    return _phrase(clause, position, texts_of)
 
 
 @lru_cache(maxsize=16_384)
-def _clauses(text: str, excluded: frozenset[str]) -> list[list[_Word]]:
-    clauses: list[list[_Word]] = []
+def _clauses(text: str, excluded: frozenset[str]) -> tuple[tuple[_Word, ...], ...]:
+    # Cached: a topic's brief is rewritten, and its name looked for, after every split.
+    clauses: list[tuple[_Word, ...]] = []
     for part in _CLAUSE_END.split(text):
         words: list[_Word] = []
         for match in _TOKEN.finditer(part):
@@ -148,8 +149,8 @@ def _clauses(text: str, excluded: frozenset[str]) -> list[list[_Word]]:
             else:
                 words.append(replace(_english_word(token), spaced=spaced))
         if words:
-            clauses.append([replace(w, key=None) if w.key in excluded else w for w in words])
-    return clauses
+            clauses.append(tuple(replace(w, key=None) if w.key in excluded else w for w in words))
+    return tuple(clauses)
 
 
 def _english_word(token: str) -> _Word:
@@ -166,8 +167,6 @@ def _english_word(token: str) -> _Word:
 
 
 def _chinese_word(word: str) -> _Word:
-    if not is_cjk(word):
-        return _english_word(word) if word.isascii() else _Word(word, None, True)
     content = (
         len(word) >= 2
         and word not in CHINESE_STOP_WORDS
@@ -177,7 +176,7 @@ def _chinese_word(word: str) -> _Word:
     return _Word(word, word if content else None, True)
 
 
-def _phrase(words: list[_Word], head: int, texts_of: dict[str, int]) -> str:
+def _phrase(words: Sequence[_Word], head: int, texts_of: dict[str, int]) -> str:
     """Grow a phrase around ``words[head]``: recurring neighbours, then one modifier before."""
 
     def recurs(index: int) -> bool:
@@ -208,7 +207,7 @@ def _phrase(words: list[_Word], head: int, texts_of: dict[str, int]) -> str:
     return _join(words[start:end])
 
 
-def _inverted(words: list[_Word], head: int) -> str | None:
+def _inverted(words: Sequence[_Word], head: int) -> str | None:
     """``trip to Kyoto`` → ``Kyoto trip``, whether the head is the trip or Kyoto."""
     if words[head].chinese:
         return None
