@@ -37,6 +37,7 @@ from langgraph_topics.keywords.continuity import (
     ContinuityRules,
     round_keywords,
     round_similarity,
+    time_decay,
 )
 from langgraph_topics.keywords.small_talk import is_small_talk
 from langgraph_topics.roles.native.brief_writer import NativeBriefWriter
@@ -206,6 +207,10 @@ class NativeSplitter:
         waiting: list[_Unit] = []  # small talk met before any run: it joins the first one
         for unit in read:
             current = runs[-1] if runs else None
+            if current is not None and self._resumes_later(current, unit):
+                # A later sitting (LoCoMo's sessions are days apart): nothing carries over by
+                # proximity, only by content, through the topics below.
+                current = None
             if unit.small_talk:
                 if current is not None:
                     current.extend(unit)
@@ -272,6 +277,15 @@ class NativeSplitter:
         if self._band(run, unit) == "drift":
             return True
         return self._closeness(run, unit.vector, unit.keywords, unit.text) >= self.drift
+
+    def _resumes_later(self, run: _Run, unit: _Unit) -> bool:
+        """Whether so much time passed that even identical keywords would switch (seed 003).
+
+        ``similarity × time_decay`` under ``continuity_threshold`` with a similarity of 1:
+        about 20 hours with the seed's numbers.
+        """
+        seconds = seconds_between(run.last_time, unit.messages[0].get("timestamp"))
+        return time_decay(seconds, self.rules.time_decay_factor) < self.rules.continuity_threshold
 
     def _band(self, run: _Run, unit: _Unit) -> Band:
         seconds = seconds_between(run.last_time, unit.messages[0].get("timestamp"))
