@@ -35,7 +35,8 @@ NAME_FILLERS: frozenset[str] = frozenset(
     wondering mean meaning question idea ideas option options tip tips advice difference
     differ different similar simple simply actually exactly probably usually basically
     instead also else least enough whole part kind type types example examples stuff
-    switching switch gear gears topic back inspiring inspired interesting favorite
+    switching switch gear gears topic back inspiring inspired interesting favorite share
+    shared sharing
     favourite fun amazing been being tough
     """.split()
 )
@@ -91,7 +92,7 @@ def name_phrase(
     """
     if not (len(texts) == len(weights) == len(speakers)):
         raise ValueError("texts, weights and speakers must have one entry per text")
-    excluded = frozenset(match_key(part.lower()) for person in people for part in person.split())
+    excluded = frozenset(part.lower() for person in people for part in person.split())
     weight_of: dict[str, float] = {}
     texts_of: dict[str, int] = {}
     seen: set[str] = set()
@@ -149,8 +150,19 @@ def _clauses(text: str, excluded: frozenset[str]) -> tuple[tuple[_Word, ...], ..
             else:
                 words.append(replace(_english_word(token), spaced=spaced))
         if words:
-            clauses.append(tuple(replace(w, key=None) if w.key in excluded else w for w in words))
+            clauses.append(tuple(replace(w, key=None) if _names(w, excluded) else w for w in words))
     return tuple(clauses)
+
+
+def _names(word: _Word, people: frozenset[str]) -> bool:
+    """Whether a word is one of the speakers' names, or its short form (Mel for Melanie)."""
+    if word.key is None or not people:
+        return False
+    lowered = word.surface.lower()
+    if lowered in people:
+        return True
+    short = not word.chinese and word.surface[0].isupper() and len(lowered) >= 3
+    return short and any(person.startswith(lowered) for person in people)
 
 
 def _english_word(token: str) -> _Word:
