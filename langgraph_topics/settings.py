@@ -12,6 +12,7 @@ from typing import Any, Literal, cast
 from typing_extensions import TypedDict
 
 from langgraph_topics.errors import InputError
+from langgraph_topics.keywords.continuity import ContinuityRules
 
 DATA_DIR_ENV = "LANGGRAPH_TOPICS_DATA_DIR"
 BUDGET_ENV = "LANGGRAPH_TOPICS_BUDGET"
@@ -159,6 +160,23 @@ class Settings:
     summary_soft_limit_chars: int = 2000
     brief_bytes: int = 1024
     """About 1 KB per brief (§4.6)."""
+    keyword_limit: int = 5
+    """Keywords kept per round for seed 003's continuity score, the longest first."""
+    time_decay_factor: float = 0.95
+    """Seed 003: keyword continuity left after one hour between two rounds (``0.95 ** hours``)."""
+    similarity_threshold: float = 0.7
+    """Seed 003: at or above this keyword continuity a round continues its subject (the native
+    splitter keeps it in the current topic whatever the embeddings say)."""
+    continuity_threshold: float = 0.35
+    """Seed 003: under this keyword continuity a round switches subject (the embeddings alone
+    decide then); between it and ``similarity_threshold`` it drifts (it stays in the current
+    topic unless another topic claims it)."""
+    continuity_bonus_for_partial: float = 0.3
+    """Seed 003: added to the keyword continuity when the rounds are only weakly associated
+    (a shared 2-character piece or its first character: 股票 ~ 股市)."""
+    drift_similarity_cap: float = 0.65
+    """Seed 003: ceiling of a continuity raised by the bonus, so a weak link alone never makes
+    a round ``continuous``."""
     max_activation_rounds: int = 2
     """How many times one turn may loop back through the activate node."""
     deep_search_k: int = 12
@@ -301,7 +319,19 @@ class Settings:
             raise ValueError(
                 f"lock_timeout_seconds must not be negative, got {self.lock_timeout_seconds}"
             )
+        self.continuity_rules()  # raises ValueError naming a bad seed 003 number
         self._check_store()
+
+    def continuity_rules(self) -> ContinuityRules:
+        """Seed 003's keyword continuity numbers of these settings."""
+        return ContinuityRules(
+            keyword_limit=self.keyword_limit,
+            time_decay_factor=self.time_decay_factor,
+            similarity_threshold=self.similarity_threshold,
+            continuity_threshold=self.continuity_threshold,
+            continuity_bonus_for_partial=self.continuity_bonus_for_partial,
+            drift_similarity_cap=self.drift_similarity_cap,
+        )
 
     def _check_store(self) -> None:
         """The store profile and its database address fit together (one line naming them)."""

@@ -192,7 +192,7 @@ def test_brief_writer_keeps_an_existing_name_and_derives_a_missing_one() -> None
     writer = NativeBriefWriter()
     assert writer.write(topic("T", "美股投资"), STOCKS)[0] == "美股投资"
     name = writer.write(topic("T", "  "), COOKING)[0]
-    assert "pork" in name.split(" / ")
+    assert "pork" in name.split()
     assert 1 <= len(name.split(" / ")) <= 4
     assert writer.write(topic("T", ""), [])[1] == ""
 
@@ -417,3 +417,79 @@ def test_native_roles_builds_all_five(embedder: UseEmbedder) -> None:
     assert isinstance(roles.brief_writer, NativeBriefWriter)
     assert isinstance(roles.index_router, NativeIndexRouter)
     assert isinstance(roles.responder, NativeResponder)
+
+
+# --- splitter: continuity across splits, small talk, returns (issue 11) ----------------------
+
+
+def test_splitter_continues_the_unit_the_previous_split_ended_on(embedder: UseEmbedder) -> None:
+    kyoto = topic("T-kyoto", "Kyoto trip", "- user: I'm planning a trip to Kyoto next April.")
+    kyoto["latest_unit"] = [
+        msg("k1", "user", "I'm planning a trip to Kyoto next April. Where should I stay?"),
+        msg("k2", "assistant", "Stay near Gion or Higashiyama, close to the old streets."),
+    ]
+    later = [
+        msg("k3", "user", "Is the Fushimi Inari shrine better early in the morning?"),
+        msg("k4", "assistant", "Go early, before the tour groups arrive at the shrine gates."),
+    ]
+    alone = NativeSplitter(embedder).split(group_units(later), [{**kyoto, "latest_unit": []}])
+    carried = NativeSplitter(embedder).split(group_units(later), [kyoto])
+    assert alone["new_topics"], "without the previous unit the shrine looks like a new subject"
+    assert carried["new_topics"] == []
+    assert carried["assignments"] == [
+        {"message_ids": ["k3", "k4"], "topic_id": "T-kyoto", "new_key": None}
+    ]
+
+
+def test_a_goodbye_at_the_start_of_a_split_stays_with_the_subject_it_closes(
+    embedder: UseEmbedder,
+) -> None:
+    stocks = topic("T-stock", "美股估值")
+    stocks["latest_unit"] = STOCKS[2:]
+    bye = [
+        msg("g1", "user", "Great, thanks! Gotta run, talk later."),
+        msg("g2", "assistant", "Bye!"),
+    ]
+    plan = NativeSplitter(embedder).split(group_units(bye + COOKING), [stocks])
+    target_of = {
+        i: a["topic_id"] or a["new_key"] for a in plan["assignments"] for i in a["message_ids"]
+    }
+    assert target_of["g1"] == target_of["g2"] == "T-stock"
+    assert target_of["c1"] != "T-stock"
+
+
+def test_small_talk_alone_never_opens_a_topic_when_there_is_one(embedder: UseEmbedder) -> None:
+    thanks = [msg("t1", "user", "好的，谢谢"), msg("t2", "assistant", "不客气！")]
+    plan = NativeSplitter(embedder).split(group_units(thanks), [topic("T-stock", "美股估值")])
+    assert plan["new_topics"] == []
+    assert plan["assignments"] == [
+        {"message_ids": ["t1", "t2"], "topic_id": "T-stock", "new_key": None}
+    ]
+
+
+def test_a_canned_reply_does_not_glue_subjects_together(embedder: UseEmbedder) -> None:
+    canned = "I don't have any earlier context on that yet. Could you tell me more?"
+    messages = [
+        msg("a1", "user", "How do I make braised pork belly?"),
+        msg("a2", "assistant", canned),
+        msg("b1", "user", "Which ryokan near Gion would you suggest for 30,000 yen a night?"),
+        msg("b2", "assistant", canned),
+    ]
+    plan = NativeSplitter(embedder).split(group_units(messages), [])
+    target_of = {i: a["new_key"] for a in plan["assignments"] for i in a["message_ids"]}
+    assert target_of["a1"] != target_of["b1"]
+
+
+def test_a_return_goes_back_to_its_dormant_topic(embedder: UseEmbedder) -> None:
+    splitter = NativeSplitter(embedder)
+    first = splitter.split(group_units(COOKING), [])
+    (created,) = first["new_topics"]
+    dormant = {**topic("T-cook", created["name"], created["brief"]), "status": "dormant"}
+    back = [
+        msg("r1", "user", "Back to the pork belly: can I braise it a day ahead?"),
+        msg("r2", "assistant", "Yes, braised pork belly reheats well the next day."),
+    ]
+    plan = splitter.split(group_units(back), [topic("T-stock", "美股估值"), dormant])
+    assert plan["assignments"] == [
+        {"message_ids": ["r1", "r2"], "topic_id": "T-cook", "new_key": None}
+    ]

@@ -108,7 +108,10 @@ def keyword_groups(text: str) -> list[list[str]]:
         if _CJK_RUN.match(first):
             groups.extend(_chinese_groups(token))
         elif _LATIN.match(first):
-            word = _singular(token.lower())
+            lowered = token.lower()
+            if lowered in ENGLISH_STOP_WORDS:
+                continue  # before folding: "always" is a stop word, "alway" would not be
+            word = _singular(lowered)
             if len(word) >= 3 and word not in ENGLISH_STOP_WORDS:
                 groups.append([word])
         elif len(token) >= 2:
@@ -224,6 +227,15 @@ def top_keywords(
 def is_cjk(keyword: str) -> bool:
     """Whether a keyword is made of Chinese characters."""
     return bool(_CJK_RUN.fullmatch(keyword))
+
+
+def chinese_runs(run: str) -> list[str]:
+    """Return the parts of a Chinese run between stop words and particles, of 2 characters or more.
+
+    This is seed 003's keyword candidate ("2 个及以上连续中文", stop words removed):
+    ``我想系统学习股票基本面分析`` gives ``系统学习股票基本面分析``.
+    """
+    return [p for p in _STOP_CUT.split(run) if len(p) >= 2 and p not in CHINESE_STOP_WORDS]
 
 
 def _chinese_groups(run: str) -> list[list[str]]:

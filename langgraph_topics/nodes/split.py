@@ -11,14 +11,14 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from langgraph_topics.errors import log_degraded
-from langgraph_topics.roles.protocols import SplitPlan
+from langgraph_topics.roles.protocols import SplitPlan, TopicInfo
 from langgraph_topics.roles.topic_info import topic_info, topic_infos
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import StoredMessage, TurnEvent
 from langgraph_topics.state.schema import TopicState
-from langgraph_topics.state.units import group_units, split_point
+from langgraph_topics.state.units import group_units, split_point, unit_in_store
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
-from langgraph_topics.stores.protocols import BranchedTopicStore
+from langgraph_topics.stores.protocols import BranchedTopicStore, TopicStore
 from langgraph_topics.stores.seq_ranges import as_state
 from langgraph_topics.summaries.briefs import brief_card, write_brief
 from langgraph_topics.summaries.card import SummaryCard
@@ -93,6 +93,7 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     units = group_units(candidates)
     topics = dict(state.get("topics") or {})
     infos = topic_infos(topics, store)
+    _mark_latest_unit(infos, store, state.get("last_split_id"))
     events: list[TurnEvent] = []
     try:
         plan = services.roles.splitter.split(units, infos)
@@ -209,7 +210,25 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
         "messages": [RemoveMessage(id=m["id"]) for m in candidates],
         "topics": topics,
         "events": events,
+        "last_split_id": candidates[-1]["id"],
     }
     if isinstance(store, BranchedTopicStore):
         update["store_ranges"] = as_state(store.visible_ranges())
     return update
+
+
+def _mark_latest_unit(infos: list[TopicInfo], store: TopicStore, message_id: str | None) -> None:
+    """Give the topic holding the newest split message that message's unit (``latest_unit``).
+
+    A split only sees the messages it moves; without the unit before them, the first of them
+    could not continue the subject the previous split ended on.
+    """
+    if not message_id:
+        return
+    holder = store.locate(message_id)
+    for info in infos:
+        if info["id"] == holder:
+            unit = unit_in_store(store, message_id)
+            if unit:
+                info["latest_unit"] = unit
+            return

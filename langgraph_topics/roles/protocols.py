@@ -28,6 +28,10 @@ class TopicInfo(TypedDict):
     brief: str
     status: TopicStatus
     file: str
+    latest_unit: NotRequired[list[StoredMessage]]
+    """Only on the topic holding the newest split message: that message's unit, the one the
+    units of the next split follow (seed 003 compares a round with the one before it, and a
+    split boundary is no change of subject)."""
 
 
 class NewTopic(TypedDict):

@@ -64,6 +64,8 @@ class TopicState(InputState, total=False):
     """
     last_seen_id: str | None
     """Id of the newest message already counted, to tell this turn's new messages apart."""
+    last_split_id: str | None
+    """Id of the newest message moved into a topic: the next split continues from its unit."""
     turn: int
     """Turn counter (one per run of the graph)."""
     estimate: EstimateRecord

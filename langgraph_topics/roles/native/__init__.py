@@ -31,15 +31,19 @@ def native_roles(embedder: Embedder, settings: Settings | None = None) -> Roles:
 
     Args:
         embedder: Shared by the splitter, the topic window and the brief writer.
-        settings: Source of the reference threshold, the brief size and the summary limit
-            (the specification's defaults when omitted).
+        settings: Source of the reference threshold, the brief size, the summary limit and
+            seed 003's continuity numbers (the specification's defaults when omitted).
 
     Returns:
         The roles, ready for the graph.
     """
     brief_bytes = settings.brief_bytes if settings is not None else 1024
     return Roles(
-        splitter=NativeSplitter(embedder, brief_bytes=brief_bytes),
+        splitter=NativeSplitter(
+            embedder,
+            brief_bytes=brief_bytes,
+            rules=settings.continuity_rules() if settings is not None else None,
+        ),
         topic_window=NativeTopicWindow(
             embedder,
             reference_threshold=settings.reference_threshold if settings is not None else 0.3,

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from langgraph_topics.keywords import extract_keywords, is_cjk, top_keywords
+from langgraph_topics.keywords import extract_keywords, top_keywords
+from langgraph_topics.keywords.phrases import name_phrase
 from langgraph_topics.roles.native.text import (
     clip,
     is_chinese,
@@ -80,27 +81,20 @@ class NativeBriefWriter:
         return name, self.compose_brief(messages)
 
     def derive_name(self, messages: Sequence[StoredMessage]) -> str:
-        """Three or four of the topic's top keywords joined by `` / ``."""
-        texts, weights = _prose(messages)
-        ranked = top_keywords(texts, 8, weights=weights)
-        lowered = [text.lower() for text in texts]
-        recurring = [k for k in ranked if sum(1 for text in lowered if k in text) >= 2]
-        # Keywords said more than once are the topic; one-off pieces are often noise.
-        pool = recurring if len(recurring) >= 2 else ranked
+        """A short phrase of the topic's own words (``Kyoto trip``, ``基本面分析``).
+
+        See :func:`~langgraph_topics.keywords.phrases.name_phrase`: built around the word most
+        of the topic's messages use, quoted from the user's messages; the first line of the
+        topic when no word qualifies.
+        """
+        prose = [m for m in messages if m["role"] in _PROSE_ROLES] or list(messages)
+        texts = [message_text(m) for m in prose]
+        weights = [_USER_WEIGHT if m["role"] == "user" else 1.0 for m in prose]
+        people = {m["name"] for m in messages if m.get("name")}
+        phrase = name_phrase(texts, weights, [m["role"] == "user" for m in prose], people=people)
+        if phrase:
+            return phrase
         first = next((text for text in texts if text.strip()), "")
-        if pool is ranked and first and any(is_cjk(k) for k in ranked[:4]):
-            # One-off Chinese pieces are arbitrary bigrams (想系 / 统学); the first line reads
-            # better.
-            return clip(first, _NAME_CHARS)
-        chosen: list[str] = []
-        for keyword in pool:
-            if len(chosen) == 4 or (
-                len(chosen) == 3 and len(" / ".join([*chosen, keyword])) > _NAME_CHARS
-            ):
-                break
-            chosen.append(keyword)
-        if chosen:
-            return " / ".join(chosen)
         if first:
             return clip(first, _NAME_CHARS)
         return "未命名话题" if is_chinese(texts) else "Untitled topic"

@@ -1,12 +1,22 @@
 """Native splitter: assigns units to topics by embedding and keyword continuity (seed 000 §4.4).
 
-Units are read in order, and seed 003's three bands decide each one's place. A unit close to
-the current run of the conversation (``continuity``) stays with it. Otherwise it goes to the
-most similar topic (existing, or created earlier in this plan) when that is similar enough
-(``match``); failing that it still stays in the run when loosely related (``drift``), and only
-opens a new topic under that. The run is compared with both its centroid and its last unit, so
-a gradual drift (war → its effect on stocks → stock fundamentals) stays one topic instead of
-being cut at every step.
+Units are read in order, and two signals decide each one's place.
+
+- Seed 003's keyword continuity with the run's last unit (:mod:`langgraph_topics.keywords.
+  continuity`: overlap over the larger keyword set, time decay, the weak-association bonus and
+  its cap). In its ``continuous`` band the unit stays in the run; in its ``drift`` band it stays
+  unless another topic claims it; in its ``switch`` band the embeddings decide alone.
+- The embeddings: a unit close to the current run (``continuity``) stays with it. Otherwise it
+  goes to the most similar topic (existing, or created earlier in this plan) when that is
+  similar enough (``match``); failing that it still stays in the run when loosely related
+  (``drift``), and only opens a new topic under that. The run is compared with both its
+  centroid and its last unit, so a gradual drift (war → its effect on stocks → stock
+  fundamentals) stays one topic instead of being cut at every step.
+
+Small talk (greetings, thanks, goodbyes, talk about the conversation itself: see
+:mod:`langgraph_topics.keywords.small_talk`) never opens a topic: a unit whose user messages are
+small talk stays with the run it follows (or, at the start of a split, joins the run after it),
+and a small-talk message inside a unit does not count towards the unit's vector or keywords.
 
 All thresholds are on the calibrated grey scale of
 :mod:`~langgraph_topics.roles.native.calibration`. With multilingual USE, follow-up units score
@@ -22,9 +32,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from langgraph_topics.keywords import extract_keywords, keyword_overlap
+from langgraph_topics.keywords.continuity import (
+    Band,
+    ContinuityRules,
+    round_keywords,
+    round_similarity,
+    time_decay,
+)
+from langgraph_topics.keywords.small_talk import is_small_talk
 from langgraph_topics.roles.native.brief_writer import NativeBriefWriter
 from langgraph_topics.roles.native.calibration import calibrate
 from langgraph_topics.roles.native.text import message_text
+from langgraph_topics.roles.native.timestamps import seconds_between
 from langgraph_topics.roles.native.vectors import (
     Matrix,
     Vector,
@@ -74,14 +93,43 @@ class _Run:
     last: Vector
     keywords: set[str]
     message_ids: list[str]
+    last_round: list[str] = field(default_factory=list)
+    """Seed 003 keywords of the last unit with any (the round the next one is compared with)."""
+    last_time: str | None = None
+    """Timestamp of the run's last message, when known."""
+    has_content: bool = False
+    """Whether a unit other than small talk is in the run (its vectors start with that unit)."""
 
-    def extend(self, unit: Sequence[StoredMessage], vector: Vector, keywords: set[str]) -> None:
-        if self.message_ids:
-            self.vector_sum = self.vector_sum + vector
-        self.last = vector
-        self.keywords |= keywords
-        self.message_ids.extend(m["id"] for m in unit)
-        self.target.absorb(vector, keywords, unit)
+    def extend(self, unit: _Unit) -> None:
+        self.message_ids.extend(m["id"] for m in unit.messages)
+        self.last_time = unit.messages[-1].get("timestamp") or self.last_time
+        if unit.small_talk:
+            # Kept with the subject it closes, without changing what the subject looks like.
+            self.target.messages.extend(unit.messages)
+            return
+        # The vectors start with the first unit that says something.
+        self.vector_sum = self.vector_sum + unit.vector if self.has_content else unit.vector.copy()
+        self.has_content = True
+        self.last = unit.vector
+        self.keywords |= unit.keywords
+        if unit.round:
+            self.last_round = unit.round
+        self.target.absorb(unit.vector, unit.keywords, unit.messages)
+
+
+@dataclass
+class _Unit:
+    """One unit as the splitter reads it."""
+
+    messages: list[StoredMessage]
+    text: str
+    """The text of its messages that are not small talk (all of them when every one is)."""
+    vector: Vector
+    keywords: set[str]
+    round: list[str]
+    """Seed 003 keywords (the longest content words)."""
+    small_talk: bool
+    """Its user messages (all its messages, when it has none) are small talk."""
 
 
 class NativeSplitter:
@@ -99,6 +147,7 @@ class NativeSplitter:
             the unit opens a new topic.
         keyword_weight: Weight of the keyword overlap added to the cosine similarity.
         brief_bytes: Size limit of a new topic's brief.
+        rules: Seed 003's keyword continuity numbers (its defaults when omitted).
     """
 
     def __init__(
@@ -110,8 +159,10 @@ class NativeSplitter:
         drift: float = 0.2,
         keyword_weight: float = 0.2,
         brief_bytes: int = 1024,
+        rules: ContinuityRules | None = None,
     ) -> None:
         self.embedder = embedder
+        self.rules = rules or ContinuityRules()
         self.continuity = continuity
         self.match = match
         self.drift = drift
@@ -136,45 +187,135 @@ class NativeSplitter:
         if not kept:
             return {"assignments": [], "new_topics": []}
         open_topics = [t for t in topics if t["status"] != "archived"]
-        unit_texts = ["\n".join(message_text(m) for m in unit) for unit in kept]
         topic_texts = [f"{t['name']}\n{t['brief']}" for t in open_topics]
-        matrix = self._unit_vectors(kept)
+        latest = next(
+            ((i, t["latest_unit"]) for i, t in enumerate(open_topics) if t.get("latest_unit")),
+            None,
+        )
+        read = self._read_units([*kept, latest[1]] if latest else kept)
         anchors = self.topic_cache.embed([(text, text) for text in topic_texts])
         targets = [
             _Target(topic["id"], None, anchors[index], set(extract_keywords(text)))
             for index, (topic, text) in enumerate(zip(open_topics, topic_texts, strict=True))
         ]
         runs: list[_Run] = []
+        if latest:
+            # The conversation goes on from the previous split's last unit: its topic is the
+            # current run, which the first units here may continue (or drift from).
+            runs.append(_carried_run(targets[latest[0]], read.pop()))
         new_targets: list[_Target] = []
-        for unit, text, vector in zip(kept, unit_texts, matrix, strict=False):
-            keywords = set(extract_keywords(text))
+        waiting: list[_Unit] = []  # small talk met before any run: it joins the first one
+        for unit in read:
             current = runs[-1] if runs else None
-            closeness = 0.0
-            if current is not None:
-                closeness = self._closeness(current, vector, keywords, text)
-            if current is not None and closeness >= self.continuity:
-                current.extend(unit, vector, keywords)
+            if current is not None and self._resumes_later(current, unit):
+                # A later sitting (LoCoMo's sessions are days apart): nothing carries over by
+                # proximity, only by content, through the topics below.
+                current = None
+            if unit.small_talk:
+                if current is not None:
+                    current.extend(unit)
+                else:
+                    waiting.append(unit)
                 continue
-            target = self._best_target(targets, vector, keywords)
+            if current is not None and self._continues(current, unit):
+                current.extend(unit)
+                continue
+            target = self._best_target(targets, unit.vector, unit.keywords)
             if current is not None and (
-                target is current.target or (target is None and closeness >= self.drift)
+                target is current.target or (target is None and self._drifts(current, unit))
             ):
                 # Drift: related enough to the run, and no topic claims it more clearly.
-                current.extend(unit, vector, keywords)
+                current.extend(unit)
                 continue
             if target is None:
                 target = _Target(None, f"new-{len(new_targets) + 1}", None, set())
                 targets.append(target)
                 new_targets.append(target)
-            runs.append(_Run(target, vector.copy(), vector, set(), []))
-            runs[-1].extend(unit, vector, keywords)
+            runs.append(_Run(target, unit.vector.copy(), unit.vector, set(), []))
+            for small_talk in waiting:
+                runs[-1].extend(small_talk)
+            waiting = []
+            runs[-1].extend(unit)
+        if waiting:
+            # Nothing but small talk in this split: it goes to the topic it resembles most, a
+            # new topic only when there is none at all (a message is never left out).
+            self._place_small_talk(waiting, targets, runs, new_targets)
         return {
             "assignments": _assignments(runs),
             "new_topics": [self._new_topic(target) for target in new_targets],
         }
 
-    def _unit_vectors(self, units: Sequence[Sequence[StoredMessage]]) -> Matrix:
+    def _read_units(self, units: Sequence[Sequence[StoredMessage]]) -> list[_Unit]:
+        """Read every unit: text, vector, keywords, small-talk verdict (one embedding call)."""
+        talk = [[is_small_talk(message_text(m)) for m in unit] for unit in units]
+        matrix = self._unit_vectors(units, talk)
+        read: list[_Unit] = []
+        for unit, chatter, vector in zip(units, talk, matrix, strict=True):
+            said = [m for m, idle in zip(unit, chatter, strict=True) if not idle] or list(unit)
+            text = "\n".join(message_text(m) for m in said)
+            users = [idle for m, idle in zip(unit, chatter, strict=True) if m["role"] == "user"]
+            read.append(
+                _Unit(
+                    messages=list(unit),
+                    text=text,
+                    vector=vector,
+                    keywords=set(extract_keywords(text)),
+                    round=round_keywords(text, self.rules.keyword_limit),
+                    small_talk=all(users) if users else all(chatter),
+                )
+            )
+        return read
+
+    def _continues(self, run: _Run, unit: _Unit) -> bool:
+        """Whether the unit stays in the run without asking any other topic."""
+        if self._band(run, unit) == "continuous":
+            return True
+        return self._closeness(run, unit.vector, unit.keywords, unit.text) >= self.continuity
+
+    def _drifts(self, run: _Run, unit: _Unit) -> bool:
+        """Whether a unit no topic claims is still related enough to stay in the run."""
+        if self._band(run, unit) == "drift":
+            return True
+        return self._closeness(run, unit.vector, unit.keywords, unit.text) >= self.drift
+
+    def _resumes_later(self, run: _Run, unit: _Unit) -> bool:
+        """Whether so much time passed that even identical keywords would switch (seed 003).
+
+        ``similarity × time_decay`` under ``continuity_threshold`` with a similarity of 1:
+        about 20 hours with the seed's numbers.
+        """
+        seconds = seconds_between(run.last_time, unit.messages[0].get("timestamp"))
+        return time_decay(seconds, self.rules.time_decay_factor) < self.rules.continuity_threshold
+
+    def _band(self, run: _Run, unit: _Unit) -> Band:
+        seconds = seconds_between(run.last_time, unit.messages[0].get("timestamp"))
+        return self.rules.band(round_similarity(run.last_round, unit.round, seconds, self.rules))
+
+    def _place_small_talk(
+        self,
+        waiting: Sequence[_Unit],
+        targets: list[_Target],
+        runs: list[_Run],
+        new_targets: list[_Target],
+    ) -> None:
+        vector = centroid(np.stack([unit.vector for unit in waiting]))
+        chosen = max(targets, key=lambda t: t.similarity(vector), default=None)
+        if chosen is None:
+            chosen = _Target(None, f"new-{len(new_targets) + 1}", None, set())
+            targets.append(chosen)
+            new_targets.append(chosen)
+        run = _Run(chosen, vector.copy(), vector, set(), [])
+        for unit in waiting:
+            run.extend(unit)
+        runs.append(run)
+
+    def _unit_vectors(
+        self, units: Sequence[Sequence[StoredMessage]], talk: Sequence[Sequence[bool]]
+    ) -> Matrix:
         """Each unit's vector: the normalised mean of its messages' vectors.
+
+        Small-talk messages are left out of the mean when the unit says anything else: a canned
+        "could you tell me more?" made every unit it followed alike, in any language.
 
         Messages are embedded one by one (a caching embedder then serves each text once, and
         a chat turn's unsplit messages were usually embedded already). Without the speaker's
@@ -185,8 +326,10 @@ class NativeSplitter:
         vectors = embed_matrix(self.embedder, texts)
         rows: list[Vector] = []
         start = 0
-        for unit in units:
-            rows.append(centroid(vectors[start : start + len(unit)]))
+        for unit, chatter in zip(units, talk, strict=True):
+            block = vectors[start : start + len(unit)]
+            said = [index for index, idle in enumerate(chatter) if not idle]
+            rows.append(centroid(block[said] if said else block))
             start += len(unit)
         return np.stack(rows)
 
@@ -220,6 +363,20 @@ class NativeSplitter:
         }
 
 
+def _carried_run(target: _Target, unit: _Unit) -> _Run:
+    """A run already holding ``unit`` (stored before this split), with no message to assign."""
+    return _Run(
+        target,
+        unit.vector.copy(),
+        unit.vector,
+        set(unit.keywords),
+        [],
+        last_round=unit.round,
+        last_time=unit.messages[-1].get("timestamp"),
+        has_content=not unit.small_talk,
+    )
+
+
 def _distinct_units(units: Sequence[Sequence[StoredMessage]]) -> list[list[StoredMessage]]:
     """Units without repeated message ids (a plan must assign each id exactly once)."""
     seen: set[str] = set()
@@ -240,4 +397,5 @@ def _assignments(runs: Sequence[_Run]) -> list[SplitAssignment]:
             "new_key": run.target.new_key,
         }
         for run in runs
+        if run.message_ids
     ]
