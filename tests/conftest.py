@@ -7,6 +7,7 @@ from typing import Protocol, TypeVar
 
 import pytest
 from chroma_server import ChromaServer, ChromaUnavailable, start_chroma
+from langgraph.store.base import BaseStore
 from postgres_server import PostgresServer, PostgresUnavailable, start_postgres
 
 from langgraph_topics import Settings, TopicMemory
@@ -140,3 +141,13 @@ def chroma_url(chroma_server: ChromaServer) -> str:
     """The URL of the session's Chroma server, emptied of every collection for this test."""
     chroma_server.delete_collections()
     return chroma_server.url
+
+
+@pytest.fixture
+def postgres_store(postgres_uri: str) -> Iterator[BaseStore]:
+    """A ``PostgresStore`` on a fresh database of the test server, its tables set up."""
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(postgres_uri) as store:
+        store.setup()
+        yield store

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,15 +69,6 @@ def card(text: str) -> SummaryCard:
         "tokens_saved": 3,
         "source": "native",
     }
-
-
-@pytest.fixture
-def postgres_store(postgres_uri: str) -> Iterator[BaseStore]:
-    from langgraph.store.postgres import PostgresStore
-
-    with PostgresStore.from_conn_string(postgres_uri) as store:
-        store.setup()
-        yield store
 
 
 @pytest.fixture(params=["jsonl", "memory", "postgres"])

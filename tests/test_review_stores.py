@@ -7,7 +7,7 @@ of the contract).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,15 +23,6 @@ from langgraph_topics.stores.topic_store import JsonlTopicStore
 
 AnyStore = JsonlTopicStore | BaseStoreTopicStore
 Opener = Callable[..., AnyStore]
-
-
-@pytest.fixture
-def postgres_store(postgres_uri: str) -> Iterator[BaseStore]:
-    from langgraph.store.postgres import PostgresStore
-
-    with PostgresStore.from_conn_string(postgres_uri) as store:
-        store.setup()
-        yield store
 
 
 @pytest.fixture(params=["jsonl", "memory", "postgres"])

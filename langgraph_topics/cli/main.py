@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from langgraph_topics.bench.cli import add_bench_parser, run_bench
 from langgraph_topics.cli.chat import run_chat
 from langgraph_topics.cli.demo import run_demo
+from langgraph_topics.cli.existing_data import require_data_dir
 from langgraph_topics.cli.help_texts import EXAMPLES, PROG
 from langgraph_topics.cli.logs import cli_logging
 from langgraph_topics.cli.migrate import add_migrate_parser, run_migrate
@@ -32,7 +33,7 @@ from langgraph_topics.cli.tables import clip, render_table
 from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.importing import check_records, read_jsonl
-from langgraph_topics.settings import MIN_BUDGET_TOKENS, STORE_ENV
+from langgraph_topics.settings import MIN_BUDGET_TOKENS
 from langgraph_topics.thread_ids import check_thread_id
 
 __all__ = ["CLI_SETTINGS_FILE", "build_parser", "main"]
@@ -397,9 +398,7 @@ def _workflow(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    in_database = os.environ.get(STORE_ENV, "").strip().lower() == "postgres"
-    if not in_database and not args.data_dir.is_dir():  # a mistyped --data-dir: create nothing
-        raise InputError(f"{args.data_dir}: no such data directory")
+    require_data_dir(args.data_dir)
     report = _memory(args).check(args.thread, checkpoint_id=args.checkpoint)
     if args.json:
         print(

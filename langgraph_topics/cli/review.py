@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
+from langgraph_topics.cli.existing_data import require_data_dir
 from langgraph_topics.cli.tables import clip, render_table
-from langgraph_topics.errors import InputError
-from langgraph_topics.settings import STORE_ENV
 
 REVIEW_COMMANDS = ("review", "archive", "restore", "archived")
 
@@ -47,9 +45,7 @@ def add_review_parsers(commands: Any, common: Callable[[argparse.ArgumentParser]
 
 def run_review_command(args: argparse.Namespace, memory_of: Callable[[Any], Any]) -> int:
     """Run one of :data:`REVIEW_COMMANDS`; errors are ``InputError`` lines (exit status 2)."""
-    in_database = os.environ.get(STORE_ENV, "").strip().lower() == "postgres"
-    if not in_database and not args.data_dir.is_dir():  # a mistyped --data-dir: create nothing
-        raise InputError(f"{args.data_dir}: no such data directory")
+    require_data_dir(args.data_dir)
     memory = memory_of(args)
     if args.command == "review":
         return _print_review(memory.review(args.thread, now=args.now), args)

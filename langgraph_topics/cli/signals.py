@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from typing import Any
 
-from langgraph_topics.errors import InputError
-from langgraph_topics.settings import STORE_ENV
+from langgraph_topics.cli.existing_data import require_data_dir
 
 SIGNAL_COMMANDS = ("pin", "unpin", "rate")
 
@@ -42,9 +40,7 @@ def run_signal(args: argparse.Namespace, open_memory: Callable[[argparse.Namespa
     from langgraph_topics.scoring import check_rating
 
     rating = check_rating(args.rating) if args.command == "rate" else None  # before opening
-    in_database = os.environ.get(STORE_ENV, "").strip().lower() == "postgres"
-    if not in_database and not args.data_dir.is_dir():  # a mistyped --data-dir: create nothing
-        raise InputError(f"{args.data_dir}: no such data directory")
+    require_data_dir(args.data_dir)
     memory = open_memory(args)
     if args.command == "pin":
         scored, done = memory.pin(args.thread, args.topic_id), "pinned"
