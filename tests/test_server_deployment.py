@@ -133,40 +133,35 @@ def test_langgraph_json_indexes_the_store_with_the_package_embedder() -> None:
     assert portable["dependencies"] == [str(ROOT)]
 
 
-def test_server_load_loses_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``bench server-load`` through ``langgraph dev``: 2 threads, every message found once.
-
-    Splits wait for messages older than the last 20 (``keep_recent``): at budget 600 the first
-    comes at turn 13, so 14 turns put topics in the platform store.
-    """
+def _two_thread_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> dict[str, Any]:
+    """Run 2 threads × 14 turns at budget 600; assert every message and reply is found once."""
     from langgraph_topics.cli.main import main
 
+    out = str(tmp_path / "out")
     status = main(
-        [
-            "bench",
-            "server-load",
-            "--threads",
-            "2",
-            "--turns",
-            "14",
-            "--budget",
-            "600",
-            "--timeout",
-            "300",
-            "--run-timeout",
-            "120",
-            "--json",
-            "--out",
-            str(tmp_path / "out"),
-        ]
+        ["bench", "server-load", "--threads", "2", "--turns", "14", "--budget", "600"]
+        + ["--timeout", "300", "--run-timeout", "120", *extra, "--json", "--out", out]
     )
-    report = json.loads(capsys.readouterr().out)
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert status == 0, report
     assert (report["sent"], report["completed"], report["failed"]) == (28, 28, 0)
     assert report["lost"] == 0 and report["duplicated"] == 0
     assert report["in_topics"] > 0 and report["topics"] > 0  # topics landed in the store
     assert report["replies"] == 28 and report["unaccounted"] == []
     assert report["in_topics"] + report["in_working_set"] == 56  # every message and reply once
+    return report
+
+
+def test_server_load_loses_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``bench server-load`` through ``langgraph dev``: 2 threads, every message found once.
+
+    Splits wait for messages older than the last 20 (``keep_recent``): at budget 600 the first
+    comes at turn 13, so 14 turns put topics in the platform store.
+    """
+
+    report = _two_thread_load(tmp_path, capsys)
     assert report["latency_ms"]["p50"] is not None
     assert json.loads((tmp_path / "out" / "server-load.json").read_text())["lost"] == 0
 
@@ -182,38 +177,10 @@ def test_server_load_keeps_topics_in_postgres(
     """
     from langgraph.store.postgres import PostgresStore
 
-    from langgraph_topics.cli.main import main
     from langgraph_topics.stores.base_store_topics import stored_head
 
-    status = main(
-        [
-            "bench",
-            "server-load",
-            "--threads",
-            "2",
-            "--turns",
-            "14",
-            "--budget",
-            "600",
-            "--timeout",
-            "300",
-            "--run-timeout",
-            "120",
-            "--postgres-uri",
-            postgres_uri,
-            "--json",
-            "--out",
-            str(tmp_path / "out"),
-        ]
-    )
-    report = json.loads(capsys.readouterr().out)
-    assert status == 0, report
+    report = _two_thread_load(tmp_path, capsys, "--postgres-uri", postgres_uri)
     assert report["topic_store"] == "postgres"
-    assert (report["sent"], report["completed"], report["failed"]) == (28, 28, 0)
-    assert report["lost"] == 0 and report["duplicated"] == 0
-    assert report["in_topics"] > 0 and report["topics"] > 0
-    assert report["replies"] == 28 and report["unaccounted"] == []
-    assert report["in_topics"] + report["in_working_set"] == 56  # every message and reply once
     assert report["platform_store_items"] == 0  # nothing went to the server's own store
     thread_ids = [thread["thread_id"] for thread in report["per_thread"]]
     assert len(thread_ids) == 2

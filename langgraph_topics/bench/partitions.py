@@ -52,13 +52,7 @@ def random_contiguous(
     _check_sizes(message_ids, sizes)
     order = list(sizes)
     rng.shuffle(order)
-    partition: dict[str, str] = {}
-    start = 0
-    for block, size in enumerate(order):
-        for message_id in message_ids[start : start + size]:
-            partition[message_id] = f"r{block}"
-        start += size
-    return partition
+    return _laid_out(message_ids, order)
 
 
 def random_scattered(
@@ -68,10 +62,15 @@ def random_scattered(
     _check_sizes(message_ids, sizes)
     shuffled = list(message_ids)
     rng.shuffle(shuffled)
+    return _laid_out(shuffled, sizes)
+
+
+def _laid_out(message_ids: Sequence[str], sizes: Sequence[int]) -> dict[str, str]:
+    """Blocks ``r0``, ``r1``… of the given sizes, one after another over ``message_ids``."""
     partition: dict[str, str] = {}
     start = 0
     for block, size in enumerate(sizes):
-        for message_id in shuffled[start : start + size]:
+        for message_id in message_ids[start : start + size]:
             partition[message_id] = f"r{block}"
         start += size
     return partition

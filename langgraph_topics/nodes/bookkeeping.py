@@ -47,7 +47,9 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
         }
     # Woken this turn (by the split or the index): not put back to sleep before it is used.
     woken = {t for e in turn_events if e["kind"] == "activated" for t in e.get("topic_ids", [])}
-    memory_scores = score_topics(topics, clock, decay_days=settings.score_decay_days)
+    # Only active topics can fall asleep: scoring the whole registry would grow with it.
+    active = {topic_id: t for topic_id, t in topics.items() if t["status"] == "active"}
+    memory_scores = score_topics(active, clock, decay_days=settings.score_decay_days)
     core = {topic_id for topic_id, memory in memory_scores.items() if memory.tier == "core"}
     decision = decide_dormancy(
         list(topics.values()), settings, scored=set(results), protected=woken, core=core
