@@ -53,6 +53,15 @@ class TopicMeta(TypedDict):
     cards existed have none."""
 
 
+class SubtopicPart(TypedDict):
+    """One subtopic a split of a large topic makes: its name, brief and messages."""
+
+    name: str
+    brief: str
+    message_ids: list[str]
+    """Ids of the parent's messages it takes, each in exactly one part."""
+
+
 class TopicUsage(TypedDict, total=False):
     """How a topic has been used: the counters and user signals of its memory score.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from langgraph_topics.state.records import ArchivedTopic, StoredMessage, TopicMeta
+from langgraph_topics.state.records import ArchivedTopic, StoredMessage, SubtopicPart, TopicMeta
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.summaries.card import SummaryCard
 
@@ -142,6 +142,30 @@ class ReviewableTopicStore(Protocol):
 
     def drop_archive(self, topic_id: str) -> None:
         """Take a topic's filed summary off the shelf."""
+        ...
+
+
+@runtime_checkable
+class SplittableTopicStore(Protocol):
+    """A topic store that can split a topic into subtopics (seed 000 §4.5, §8).
+
+    README: "Subtopics". No message moves or is copied: one ``subtopics`` record in the
+    parent's stream hands each of its messages to one child, so every id stays stored once.
+    """
+
+    def split_topic(
+        self, parent_id: str, parts: Sequence[SubtopicPart], *, created_at: str | None = None
+    ) -> list[str]:
+        """Hand a topic's messages to new subtopics, one part each; return their ids in order.
+
+        The parts must cover every message of the parent, each once, with at least two
+        non-empty parts (ValueError, nothing written, otherwise). KeyError for an unknown or
+        merged topic; ValueError for one already split.
+        """
+        ...
+
+    def children(self, topic_id: str) -> list[str]:
+        """The subtopics a split made of ``topic_id``, in order; ``[]`` if it was never split."""
         ...
 
 
