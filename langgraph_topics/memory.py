@@ -119,6 +119,9 @@ class TopicSummary(TypedDict):
     """Its tier: ``core``, ``essence``, ``memory-only`` or ``archive``."""
     usage: NotRequired[TopicUsage]
     """Its usage counters and user signals (pinned, rating), zeros left out."""
+    children: NotRequired[list[str]]
+    """A topic divided into subtopics (status ``split``): their ids. ``message_count`` counts
+    a topic's own messages, so a divided one counts none and its subtopics count theirs."""
 
 
 def _new_id() -> str:
@@ -510,6 +513,8 @@ class TopicMemory:
                 }
                 if "brief_card" in meta:
                     summary["brief_card"] = meta["brief_card"]
+                if record and record.get("children"):
+                    summary["children"] = list(record["children"])
                 if record:
                     scored = self._memory_score(record)
                     summary["memory_score"], summary["tier"] = scored.score, scored.tier

@@ -27,6 +27,8 @@ DORMANCY_ROUNDS_ENV = "LANGGRAPH_TOPICS_DORMANCY_ROUNDS"
 SCORE_DECAY_DAYS_ENV = "LANGGRAPH_TOPICS_SCORE_DECAY_DAYS"
 ARCHIVE_AFTER_DAYS_ENV = "LANGGRAPH_TOPICS_ARCHIVE_AFTER_DAYS"
 MERGE_SIMILARITY_ENV = "LANGGRAPH_TOPICS_MERGE_SIMILARITY"
+SUBTOPIC_LIMIT_ENV = "LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS"
+CHEAP_CONTEXT_ENV = "LANGGRAPH_TOPICS_CHEAP_CONTEXT_TOKENS"
 STORE_PROFILES = ("embedded", "postgres")
 """Where a memory keeps its threads: ``embedded`` (files and SQLite under ``data_dir``) or
 ``postgres`` (checkpoints and topics in one PostgreSQL database shared by every worker)."""
@@ -258,6 +260,24 @@ class Settings:
     share to be merged (besides ``merge_similarity``)."""
     merge_keywords: int = 12
     """How many characteristic keywords of its messages stand for a topic when merging."""
+    subtopic_limit_tokens: int = field(
+        default_factory=lambda: int(_env_number(SUBTOPIC_LIMIT_ENV, 4000, "tokens"))
+    )
+    """A topic whose messages pass this many tokens is divided into subtopics (seed 000 §4.5:
+    split, never compressed online), each starting at most at half of it. The native topic
+    window's size limit: half the default main window (8,000), so that a topic could still be
+    shown whole in the window it serves; and the same whatever the budget, so that topic sizes
+    follow the content, not the budget. ``LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS`` sets it."""
+    cheap_context_tokens: int | None = field(
+        default_factory=lambda: int(_env_number(CHEAP_CONTEXT_ENV, 0, "tokens")) or None
+    )
+    """The cheap model's context window, when known: the topic limit is then
+    ``topic_window_share`` of it instead of ``subtopic_limit_tokens``.
+    ``LANGGRAPH_TOPICS_CHEAP_CONTEXT_TOKENS`` sets it. Unknown, a provider's refusal of a prompt
+    as too long divides that topic all the same (``langgraph_topics.subtopics``)."""
+    topic_window_share: float = 0.5
+    """Share of the cheap model's context a topic may fill before it is divided; the rest is
+    the unsplit messages, the instructions and the reply."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
@@ -287,6 +307,16 @@ class Settings:
             raise ValueError(f"dormancy_rounds must be at least 1, got {self.dormancy_rounds}")
         if not self.score_decay_days > 0:
             raise ValueError(f"score_decay_days must be positive, got {self.score_decay_days}")
+        if self.subtopic_limit_tokens < 1:
+            raise ValueError(
+                f"subtopic_limit_tokens must be at least 1, got {self.subtopic_limit_tokens}"
+            )
+        if self.cheap_context_tokens is not None and self.cheap_context_tokens < 1:
+            raise ValueError(
+                f"cheap_context_tokens must be positive, got {self.cheap_context_tokens}"
+            )
+        if not 0 < self.topic_window_share <= 1:
+            raise ValueError(f"topic_window_share must be in (0, 1], got {self.topic_window_share}")
         if self.min_split_messages < 1:
             raise ValueError(
                 f"min_split_messages must be at least 1, got {self.min_split_messages}"

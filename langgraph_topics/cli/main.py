@@ -30,6 +30,7 @@ from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, rem
 from langgraph_topics.cli.review import REVIEW_COMMANDS, add_review_parsers, run_review_command
 from langgraph_topics.cli.signals import SIGNAL_COMMANDS, add_signal_parsers, run_signal
 from langgraph_topics.cli.tables import clip, render_table
+from langgraph_topics.cli.topic_tree import subtree_messages, tree_order
 from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.importing import check_records, read_jsonl
@@ -351,17 +352,18 @@ def _topics(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(topics, ensure_ascii=False, indent=2))
         return 0
+    totals = subtree_messages(topics)
     rows = [
         [
             t["id"],
             t["status"],
-            t["message_count"],
+            totals[t["id"]],
             f"{t['scores'][-1]:.2f}" if t["scores"] else "-",
             f"{t['memory_score']:.2f}" if "memory_score" in t else "-",
             t.get("tier", "-") + (" (pinned)" if t.get("usage", {}).get("pinned") else ""),
-            clip(t["name"], 50),
+            ("  " * (depth - 1) + "└ " if depth else "") + clip(t["name"], 50),
         ]
-        for t in topics
+        for depth, t in tree_order(topics)
     ]
     headers = ["id", "status", "messages", "last score", "memory", "tier", "name"]
     print(render_table(headers, rows))

@@ -13,8 +13,12 @@ from langgraph_topics.state.working_set import stored_view
 
 
 def after_estimate(state: TopicState) -> Literal["split", "recall_cue", "__end__"]:
-    """Split first when the estimate passed the trigger; an import without a split ends here."""
-    if state["estimate"]["split"]:
+    """Split first when the estimate passed the trigger; an import without a split ends here.
+
+    A topic refused as too long by its window's provider also goes through the split, which
+    divides it into subtopics.
+    """
+    if state["estimate"]["split"] or state.get("oversized_topics"):
         return "split"
     return "__end__" if state.get("turn_mode") == "import" else "recall_cue"
 

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.archived_recall import named_archived
 from langgraph_topics.activation.grey import activation_quota, candidate_threshold
+from langgraph_topics.activation.hierarchy import through_children
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.nodes.recall_cue import latest_user_text
 from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP
@@ -66,11 +67,9 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         # Archive-tier topics wait for an explicit request (a recall cue's deep search), as
         # archived ones do (seed 000 §4.8, seed 004 §2.2).
         dormant -= archive_tier(topics, services.clock(), settings.score_decay_days)
-    similarity = {
-        topic_id: score
-        for topic_id, score in stores.topic_index.search(request["query"], k=k + active_count)
-        if topic_id in dormant
-    }
+    # A hit on a topic divided into subtopics goes to its subtopics (they hold its messages).
+    hits = through_children(stores.topic_index.search(request["query"], k=k + active_count), topics)
+    similarity = {topic_id: score for topic_id, score in hits if topic_id in dormant}
     # An archived topic is offered only when a recall cue names it (an explicit request).
     named = named_archived(request["query"], topics) if request["reason"] == "recall_cue" else []
     if named:

@@ -18,6 +18,7 @@ from langgraph_topics.settings import Settings
 from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
 from langgraph_topics.state.records import EstimateRecord, ThreadBefore, TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.stores.protocols import SplittableTopicStore
 from langgraph_topics.tokens import message_tokens
 from langgraph_topics.workflow.render import render_workflow_block
 
@@ -73,6 +74,21 @@ def _reconcile(
                 "topic_ids": [topic_id],
             }
         )
+    if isinstance(store, SplittableTopicStore):
+        for topic_id, record in list(topics.items()):
+            try:
+                children = store.children(topic_id) if record["status"] != "split" else []
+            except KeyError:  # registered, but not in this store: the window reports it
+                continue
+            if children and all(child in topics for child in children):
+                topics[topic_id] = {**record, "status": "split", "children": children}
+                events.append(
+                    {
+                        "kind": "reconciled",
+                        "detail": f"{topic_id} was divided into subtopics: registry follows",
+                        "topic_ids": [topic_id, *children],
+                    }
+                )
     if removals:
         events.append(
             {

@@ -32,7 +32,7 @@ def review_archive(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[s
     events: list[TurnEvent] = []
     archived: list[ArchiveRecord] = []
     for topic_id, record in list(topics.items()):
-        if record["status"] == "archived":
+        if record["status"] in ("archived", "split"):
             continue
         try:
             meta = stores.topic_store.meta(topic_id)

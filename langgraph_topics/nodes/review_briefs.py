@@ -51,7 +51,7 @@ def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
     reviewed: dict[str, int] = last["reviewed"] if last else {}
     rebriefed: list[str] = []
     for topic_id, record in topics.items():
-        if record["status"] == "archived":
+        if record["status"] in ("archived", "split"):  # a divided topic's brief lists children
             continue
         try:
             count = stores.topic_store.meta(topic_id)["message_count"]

@@ -26,7 +26,10 @@ def _profiles(
     """The comparable (not archived, stored) topics, oldest first."""
     store = stores.topic_store
     order = {topic_id: rank for rank, topic_id in enumerate(store.topic_ids())}
-    comparable = [t for t in topics if topics[t]["status"] != "archived" and t in order]
+    # A divided topic's subtopics are compared instead; the store refuses to merge it.
+    comparable = [
+        t for t in topics if topics[t]["status"] not in ("archived", "split") and t in order
+    ]
     ids = sorted(comparable, key=lambda topic_id: order[topic_id])
     metas = [store.meta(topic_id) for topic_id in ids]
     vectors = embedder.embed([profile_text(m["name"], m["brief"]) for m in metas]) if ids else []

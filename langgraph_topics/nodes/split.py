@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import RemoveMessage
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.roles.protocols import SplitPlan, TopicInfo
@@ -20,6 +21,7 @@ from langgraph_topics.state.units import group_units, split_point, unit_in_store
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.protocols import BranchedTopicStore, TopicStore
 from langgraph_topics.stores.seq_ranges import as_state
+from langgraph_topics.subtopics.triggers import divide_large_topics
 from langgraph_topics.summaries.briefs import brief_card, write_brief
 from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.tuning.turn import log_turn
@@ -86,9 +88,19 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     unsplit = unsplit_messages(stored_view(state["messages"]), store)
     cut = split_point(unsplit, services.settings.keep_recent)
     candidates = unsplit[:cut]
+    refused = state.get("oversized_topics") or {}
     if not candidates:
         event: TurnEvent = {"kind": "split", "detail": "nothing older than the recent messages"}
-        return {"events": [event]}
+        if not refused:
+            return {"events": [event]}
+        topics = dict(state.get("topics") or {})
+        divided = divide_large_topics(services, stores, topics, touched=(), refused=refused)
+        return {
+            **_ranges_of(store),
+            "topics": topics,
+            "events": [event, *divided],
+            "oversized_topics": Overwrite({}),
+        }
 
     units = group_units(candidates)
     topics = dict(state.get("topics") or {})
@@ -178,6 +190,8 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     # Indexed once, now, in conversation order (seed 004 §3): no later turn re-embeds them.
     destination = {m["id"]: topic_id for topic_id, ms in grouped.items() for m in ms}
     stores.message_index.add(candidates, [destination[m["id"]] for m in candidates])
+    # A topic grown past its window's limit is divided now, before any window reads it (§4.5).
+    events += divide_large_topics(services, stores, topics, touched=list(grouped), refused=refused)
 
     events.insert(
         0,
@@ -211,10 +225,18 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
         "topics": topics,
         "events": events,
         "last_split_id": candidates[-1]["id"],
+        **_ranges_of(store),
     }
-    if isinstance(store, BranchedTopicStore):
-        update["store_ranges"] = as_state(store.visible_ranges())
+    if refused:
+        update["oversized_topics"] = Overwrite({})
     return update
+
+
+def _ranges_of(store: TopicStore) -> dict[str, Any]:
+    """The branch's records after this split's writes, for the checkpoint (``store_ranges``)."""
+    if isinstance(store, BranchedTopicStore):
+        return {"store_ranges": as_state(store.visible_ranges())}
+    return {}
 
 
 def _mark_latest_unit(infos: list[TopicInfo], store: TopicStore, message_id: str | None) -> None:

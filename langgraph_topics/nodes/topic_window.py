@@ -163,6 +163,16 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
                 "detail": f"{dropped} unknown or repeated message ids dropped",
             }
         ]
+    if verdict.get("prompt_refused"):
+        tokens = topic_tokens(store, task["topic_id"], topic_messages, services.token_counter)
+        update["oversized_topics"] = {task["topic_id"]: tokens}
+        oversized: TurnEvent = {
+            "kind": "oversized",
+            "topic_ids": [task["topic_id"]],
+            "detail": f"prompt refused as too long ({tokens:,} topic tokens): read natively "
+            "this turn, divided into subtopics at the next split",
+        }
+        update.setdefault("events", []).append(oversized)
     if card_refused:
         refused: TurnEvent = {
             "kind": "degraded",

@@ -88,7 +88,7 @@ def archive_reason(
         now: The time the review judges by.
         settings: The thresholds.
     """
-    if topic["status"] == "archived":
+    if topic["status"] in ("archived", "split"):  # a divided topic goes with its subtopics
         return None
     days = idle_days(topic, now)
     if days > settings.archive_after_days:

@@ -68,6 +68,9 @@ class TopicVerdict(TypedDict):
     """Relevance in [0, 1] of each referenced message, in the order of the ids (optional)."""
     card: NotRequired[SummaryCard]
     """The summary as a card citing message ids (optional: the node builds one when absent)."""
+    prompt_refused: NotRequired[bool]
+    """The model refused the topic's prompt as too long; this verdict is the native back
+    end's, and the topic is to be divided into subtopics (``langgraph_topics.subtopics``)."""
 
 
 class RoutedTopic(TypedDict):

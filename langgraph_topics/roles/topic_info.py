@@ -20,9 +20,12 @@ def topic_info(store: TopicStore, topic_id: str, status: TopicStatus) -> TopicIn
 
 
 def topic_infos(topics: dict[str, TopicRecord], store: TopicStore) -> list[TopicInfo]:
-    """Every registered topic that is not archived."""
+    """Every registered topic that is not archived, nor divided into subtopics.
+
+    A divided topic's messages are its children's: new messages go to one of them.
+    """
     return [
         topic_info(store, t["id"], t["status"])
         for t in topics.values()
-        if t["status"] != "archived"
+        if t["status"] not in ("archived", "split")
     ]

@@ -15,7 +15,9 @@ from typing_extensions import TypedDict
 from langgraph_topics.summaries.card import SummaryCard
 
 Role = Literal["user", "assistant", "tool", "system"]
-TopicStatus = Literal["active", "dormant", "archived"]
+TopicStatus = Literal["active", "dormant", "archived", "split"]
+"""``split``: divided into subtopics (seed 000 §7: 拆分); such a topic holds no messages of its
+own and is never read itself, its children are."""
 
 
 class StoredMessage(TypedDict):
@@ -104,6 +106,8 @@ class TopicRecord(TypedDict):
     adding messages to the topic starts the count again."""
     usage: NotRequired[TopicUsage]
     """Usage counters and user signals (absent: never used)."""
+    children: NotRequired[list[str]]
+    """A ``split`` topic's subtopics, in conversation order (``langgraph_topics.subtopics``)."""
 
 
 class ArchivedTopic(TypedDict):
@@ -224,6 +228,8 @@ class TurnEvent(TypedDict):
         "merged",
         "archived",
         "restored",
+        "subtopics",
+        "oversized",
     ]
     detail: str
     topic_ids: NotRequired[list[str]]

@@ -15,3 +15,11 @@ def merge_topic_results(
 def append_events(current: list[TurnEvent], update: list[TurnEvent]) -> list[TurnEvent]:
     """Append this step's events to the turn's log."""
     return [*current, *update]
+
+
+def merge_oversized(current: dict[str, int], update: dict[str, int]) -> dict[str, int]:
+    """Add topics refused as too long by parallel topic windows (the largest size kept)."""
+    merged = dict(current)
+    for topic_id, tokens in update.items():
+        merged[topic_id] = max(tokens, merged.get(topic_id, 0))
+    return merged

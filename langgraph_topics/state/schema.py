@@ -22,7 +22,7 @@ from langgraph_topics.state.records import (
     TopicResult,
     TurnEvent,
 )
-from langgraph_topics.state.reducers import append_events, merge_topic_results
+from langgraph_topics.state.reducers import append_events, merge_oversized, merge_topic_results
 from langgraph_topics.workflow.records import ActivePath
 
 Mode = Literal["chat", "import", "context", "assemble"]
@@ -76,6 +76,9 @@ class TopicState(InputState, total=False):
     """The assembled main window of this turn."""
     events: Annotated[list[TurnEvent], append_events]
     """What happened this turn (reset every turn)."""
+    oversized_topics: Annotated[dict[str, int], merge_oversized]
+    """Topics whose window prompt a provider refused as too long, with the topic's tokens then:
+    the next split divides them into subtopics (``langgraph_topics.subtopics``)."""
     activation: ActivationRequest | None
     """A pending request to search the index and activate topics."""
     activation_rounds: int

@@ -28,7 +28,12 @@ from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-STATUS_COLOURS = {"active": "#2e7d32", "dormant": "#9e9e9e", "archived": "#6d4c41"}
+STATUS_COLOURS = {
+    "active": "#2e7d32",
+    "dormant": "#9e9e9e",
+    "archived": "#6d4c41",
+    "split": "#1565c0",
+}
 """Colour per topic status; anything else (e.g. ``unregistered``) is drawn in orange."""
 _OTHER_COLOUR = "#ef6c00"
 _SUBTOPIC_COLOUR = "#1565c0"

@@ -17,6 +17,17 @@ T = TypeVar("T")
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 _TRANSIENT_NAMES = ("Timeout", "Connection", "RemoteProtocolError", "TransportError")
 MAX_BACKOFF_SECONDS = 30.0
+_TOO_LONG_MARKERS = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "too long",
+    "too many tokens",
+    "reduce the length",
+)
+"""How providers word a prompt over the model's context (OpenAI and the servers that copy
+it, vLLM, Ollama, DeepSeek: "maximum context length is…"; Anthropic: "prompt is too long")."""
 
 
 def status_of(error: BaseException) -> int | None:
@@ -38,6 +49,14 @@ def is_transient(error: BaseException) -> bool:
     # the one thing they share.
     names = (cls.__name__ for cls in type(error).__mro__)
     return any(marker in name for name in names for marker in _TRANSIENT_NAMES)
+
+
+def is_prompt_too_long(error: BaseException) -> bool:
+    """Whether a provider refused the prompt as longer than the model's context (400 or 413)."""
+    if status_of(error) not in (400, 413):
+        return False
+    text = str(error).lower()
+    return any(marker in text for marker in _TOO_LONG_MARKERS)
 
 
 @dataclass(frozen=True)

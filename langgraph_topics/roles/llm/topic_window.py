@@ -14,6 +14,7 @@ from langgraph_topics.roles.llm.card_reply import check_summary, reply_card
 from langgraph_topics.roles.llm.escaping import escape_text, render_messages
 from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.prefix_share import PrefixTracker
+from langgraph_topics.roles.llm.retries import is_prompt_too_long
 from langgraph_topics.roles.llm.xml_reply import child_text, parse_score, root_element
 from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict, TopicWindow
 from langgraph_topics.state.records import StoredMessage
@@ -141,7 +142,8 @@ class LlmTopicWindow:
         """Score the topic and pick the messages the main window needs.
 
         A provider failure that outlasts its retries raises (the node then leaves the topic out
-        of this turn); a reply malformed after the retry falls back to the native back end.
+        of this turn), except a prompt refused as too long, which the native back end serves
+        (marked ``prompt_refused``); a reply malformed after the retry falls back to it too.
         """
         language = call_language(self.policy.language, [*topic_messages[-3:], *unsplit])
         messages = topic_window_messages(
@@ -176,11 +178,19 @@ class LlmTopicWindow:
             record.dropped_ids += dropped
             return verdict
 
-        return self.caller.guarded(
-            record,
-            lambda: self.caller.ask(
-                messages, parse, element=ELEMENT, language=language, record=record
-            ),
-            lambda: self.fallback.evaluate(topic, topic_messages, unsplit),
-            fallback_on_failure=False,
-        )
+        try:
+            return self.caller.guarded(
+                record,
+                lambda: self.caller.ask(
+                    messages, parse, element=ELEMENT, language=language, record=record
+                ),
+                lambda: self.fallback.evaluate(topic, topic_messages, unsplit),
+                fallback_on_failure=False,
+            )
+        except Exception as error:
+            if not is_prompt_too_long(error):
+                raise
+            # The topic outgrew the model's context: the native back end reads it this turn,
+            # and the next split divides it (seed 000 §4.5), instead of a silent drop.
+            served = self.fallback.evaluate(topic, topic_messages, unsplit)
+            return {**served, "prompt_refused": True}

@@ -1,0 +1,227 @@
+"""Divide a topic grown past its limit into subtopics (seed 000 §4.5, §8).
+
+The store hands each of the topic's messages to one child in one record (``split_topic``: no
+message moves, none is copied); the parent keeps a brief over its children and the status
+``split``, the children take its place in the registry with its status and score history, and
+the message index attributes their messages to them without embedding anything again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from langgraph_topics.errors import log_degraded
+from langgraph_topics.retrieval.message_index import MessageIndex
+from langgraph_topics.roles.native.text import indexed_text, truncate_utf8
+from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
+from langgraph_topics.roles.protocols import TopicInfo
+from langgraph_topics.services import ThreadStores, TopicServices
+from langgraph_topics.state.records import StoredMessage, SubtopicPart, TopicRecord, TurnEvent
+from langgraph_topics.state.units import group_units
+from langgraph_topics.stores.protocols import Embedder, SplittableTopicStore
+from langgraph_topics.subtopics.segments import contiguous_parts
+from langgraph_topics.summaries.briefs import write_brief
+from langgraph_topics.summaries.card import SummaryCard
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Division:
+    """What dividing one topic changed."""
+
+    records: dict[str, TopicRecord]
+    """The parent's new registry record and its children's, by id."""
+    event: TurnEvent
+
+
+def divide_topic(
+    services: TopicServices,
+    stores: ThreadStores,
+    topics: Mapping[str, TopicRecord],
+    topic_id: str,
+    *,
+    cap: int,
+    reason: str,
+) -> Division | None:
+    """Divide ``topic_id`` into subtopics of at most ``cap`` tokens each, cut at its lulls.
+
+    Args:
+        services: The thread's services (token counter, embedder, brief writer).
+        stores: The thread's stores, on the branch of the turn.
+        topics: The registry.
+        topic_id: The topic to divide (registered, not ``split`` or ``archived``).
+        cap: The most tokens a subtopic starts with.
+        reason: Why it is divided, for the event (``4,210 tokens over the 4,000 limit``).
+
+    Returns:
+        The records to register and the event; None when there is nothing to divide (a store
+        without subtopics, a topic of one unit, or one that fits in one part).
+    """
+    store = stores.topic_store
+    record = topics.get(topic_id)
+    if not isinstance(store, SplittableTopicStore) or record is None:
+        return None
+    if record["status"] in ("split", "archived"):
+        return None
+    units = group_units(store.messages(topic_id))
+    if len(units) < 2:
+        return None
+    count = services.token_counter
+    sizes = [sum(count(message["content"]) for message in unit) for unit in units]
+    vectors = _unit_vectors(stores.message_index, services.embedder, units)
+    parts = contiguous_parts(units, vectors, sizes, cap)
+    if len(parts) < 2:
+        return None
+    meta = store.meta(topic_id)
+    specs, cards = _named_parts(services, record, meta["file"], parts)
+    created_at = parts[0][0].get("timestamp")
+    child_ids = store.split_topic(topic_id, specs, created_at=created_at)
+    for child_id, spec, card in zip(child_ids, specs, cards, strict=True):
+        if card is not None:
+            store.set_brief(child_id, spec["name"], spec["brief"], card=card)
+    stores.message_index.level_with(
+        {
+            message_id: child
+            for child, spec in zip(child_ids, specs, strict=True)
+            for message_id in spec["message_ids"]
+        }
+    )
+    parent_brief = _parent_brief(meta["brief"], specs, services.settings.brief_bytes)
+    store.set_brief(topic_id, meta["name"], parent_brief)
+    status = record["status"]
+    for child_id, spec in zip(child_ids, specs, strict=True):
+        stores.topic_index.upsert(child_id, spec["name"], spec["brief"], status=status)
+    stores.topic_index.upsert(topic_id, meta["name"], parent_brief, status="split")
+    records: dict[str, TopicRecord] = {}
+    for child_id, spec in zip(child_ids, specs, strict=True):
+        child_meta = store.meta(child_id)
+        records[child_id] = {
+            "id": child_id,
+            "name": spec["name"],
+            "status": status,
+            "parent_id": topic_id,
+            "scores": list(record["scores"]),
+            "created_at": child_meta["created_at"],
+            "last_active_at": record["last_active_at"],
+            "message_count": child_meta["message_count"],
+        }
+    parent: TopicRecord = {
+        **record,
+        "status": "split",
+        "children": list(child_ids),
+        "message_count": 0,
+    }
+    parent.pop("low_rounds", None)
+    records[topic_id] = parent
+    event: TurnEvent = {
+        "kind": "subtopics",
+        "topic_ids": [topic_id, *child_ids],
+        "detail": f"{meta['name']} divided into {len(child_ids)} subtopics ({reason})",
+    }
+    return Division(records=records, event=event)
+
+
+def divide_or_report(
+    services: TopicServices,
+    stores: ThreadStores,
+    topics: Mapping[str, TopicRecord],
+    topic_id: str,
+    *,
+    cap: int,
+    reason: str,
+) -> Division | TurnEvent | None:
+    """:func:`divide_topic`, with a failure reported as a ``degraded`` event instead of raised.
+
+    ``split_topic`` checks everything before it writes, so a failure leaves the topic whole.
+    """
+    try:
+        return divide_topic(services, stores, topics, topic_id, cap=cap, reason=reason)
+    except Exception as error:
+        log_degraded(log, f"could not divide {topic_id} into subtopics; it stays whole", error)
+        return {
+            "kind": "degraded",
+            "topic_ids": [topic_id],
+            "detail": f"subtopics of {topic_id} not made: {error}",
+        }
+
+
+def _unit_vectors(
+    index: MessageIndex, embedder: Embedder, units: Sequence[Sequence[StoredMessage]]
+) -> Matrix:
+    """One unit-length vector per unit: the mean of its messages' indexed vectors.
+
+    Split messages were embedded when they were split; a message the index lacks (a store
+    written by an older version) is embedded now.
+    """
+    messages = [message for unit in units for message in unit]
+    indexed = index.vectors()
+    rows_of = [index.position.get(message["id"]) for message in messages]
+    vectors: list[Matrix | None] = [
+        indexed[row] if row is not None and row < len(indexed) else None for row in rows_of
+    ]
+    missing = [place for place, vector in enumerate(vectors) if vector is None]
+    if missing:
+        fresh = embed_matrix(embedder, [indexed_text(messages[place]) for place in missing])
+        for row, place in enumerate(missing):
+            vectors[place] = fresh[row]
+    rows: list[Matrix] = []
+    start = 0
+    for unit in units:
+        block = np.asarray(vectors[start : start + len(unit)], dtype=np.float32)
+        start += len(unit)
+        mean = block.mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        rows.append(mean / norm if norm > 0 else mean)
+    return np.vstack(rows).astype(np.float32)
+
+
+def _named_parts(
+    services: TopicServices,
+    record: TopicRecord,
+    file: str,
+    parts: Sequence[Sequence[StoredMessage]],
+) -> tuple[list[SubtopicPart], list[SummaryCard | None]]:
+    """A name and a brief for each part, written from its own messages.
+
+    A part whose brief cannot be written (a failing back end) is named after the parent with
+    its place, so that the division still happens; names that repeat get their place too.
+    """
+    specs: list[SubtopicPart] = []
+    cards: list[SummaryCard | None] = []
+    for place, part in enumerate(parts, start=1):
+        info: TopicInfo = {
+            "id": record["id"],
+            "name": record["name"],
+            "brief": "",
+            "status": record["status"],
+            "file": file,
+        }
+        card: SummaryCard | None = None
+        try:
+            name, brief, card = write_brief(
+                services.roles.brief_writer, info, part, services.token_counter
+            )
+        except Exception as error:
+            log_degraded(log, f"brief of part {place} of {record['id']} not written", error)
+            name, brief = "", ""
+        specs.append({"name": name, "brief": brief, "message_ids": [m["id"] for m in part]})
+        cards.append(card)
+    seen: dict[str, int] = {}
+    for place, spec in enumerate(specs, start=1):
+        name = spec["name"] or record["name"]
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1 or not spec["name"]:
+            name = f"{name} ({place})"
+        spec["name"] = name
+    return specs, cards
+
+
+def _parent_brief(brief: str, specs: Sequence[SubtopicPart], brief_bytes: int) -> str:
+    """The parent's brief over its children: their names first, then what it said before."""
+    listing = "Subtopics: " + "; ".join(spec["name"] for spec in specs) + "."
+    return truncate_utf8(f"{listing}\n{brief}" if brief else listing, brief_bytes)
