@@ -194,9 +194,10 @@ def _named_parts(
     specs: list[SubtopicPart] = []
     cards: list[SummaryCard | None] = []
     for place, part in enumerate(parts, start=1):
+        # No name given: a brief writer keeps a name it is told, and each part needs its own.
         info: TopicInfo = {
             "id": record["id"],
-            "name": record["name"],
+            "name": "",
             "brief": "",
             "status": record["status"],
             "file": file,
