@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from langgraph_topics.activation.hierarchy import leaves, through_children
 from langgraph_topics.cli.topic_tree import subtree_messages, tree_order
+from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import StoredMessage, TopicRecord
 from langgraph_topics.subtopics.limits import part_cap, topic_limit
 from langgraph_topics.subtopics.segments import contiguous_parts, gap_similarities, plan_cuts
-from langgraph_topics.settings import Settings
 
 
 def _parts(cuts: list[int], count: int) -> list[range]:
