@@ -98,3 +98,51 @@ def test_an_oversized_topic_is_read_natively_then_divided_and_read_again(
     assert set(state["topic_results"]) & set(record["children"])
     assert not [e for e in state["events"] if e["kind"] == "degraded"]
     assert memory.check(thread).ok
+
+
+HOTEL_WORDS = ("ryokan", "onsen", "kaiseki", "machiya")
+
+
+def continuing_splitter(request: Request) -> Reply:
+    """Keeps every exchange in the first existing topic; with none (a division), by subject."""
+    existing = re.findall(r'<topic id="([^"]+)"', section(request.user, "topics"))
+    lines = []
+    for exchange in re.findall(r"<exchange[^>]*>(.*?)</exchange>", request.user, re.DOTALL):
+        ids = " ".join(re.findall(r'<message id="([^"]+)"', exchange))
+        if existing:
+            lines.append(
+                f'<assignment msg_id="{ids}" topic="existing_active" topic_id="{existing[0]}">'
+                "same trip</assignment>"
+            )
+            continue
+        name = "Kyoto ryokan" if any(w in exchange.lower() for w in HOTEL_WORDS) else "Temples"
+        lines.append(
+            f'<assignment msg_id="{ids}" topic="new" topic_name="{name}">'
+            f"<summary>Where we talked about {name}</summary>a part of the trip</assignment>"
+        )
+    return Reply("<topic_split>\n" + "\n".join(lines) + "\n</topic_split>")
+
+
+def test_a_model_splitter_proposes_the_subtopics(
+    wire: FakeOpenAI, tmp_path: Path, embedder: UseEmbedder
+) -> None:
+    thread = "trip"
+    wire.on("splitter", continuing_splitter)
+    model = ChatOpenAI(model="fake", base_url=wire.url, api_key="dummy", max_retries=0, timeout=5)  # type: ignore[call-arg]
+    settings = settings_for(tmp_path, subtopic_limit_tokens=900, retry_backoff_seconds=0.001)
+    roles = build_roles(settings, per_role={"splitter": model}, embedder=embedder)
+    history = kyoto_history(rounds=2)
+    with TopicMemory(settings=settings, roles=roles, embedder=embedder) as memory:
+        memory.import_messages(thread, history)
+        registry = memory.state(thread)["topics"]
+        parents = [r for r in registry.values() if r["status"] == "split"]
+        assert len(parents) == 1, "everything went to one topic, which outgrew 900 tokens"
+        children = [registry[c] for c in parents[0]["children"]]
+        assert sorted(c["name"] for c in children) == ["Kyoto ryokan", "Temples"]
+        store = memory.services.stores(thread).topic_store
+        by_name = {c["name"]: store.messages(c["id"]) for c in children}
+        # The model grouped by subject, not by position: every hotel line went to the ryokan.
+        assert all(
+            any(w in m["content"].lower() for w in HOTEL_WORDS) for m in by_name["Kyoto ryokan"]
+        )
+        assert memory.check(thread).ok

@@ -23,8 +23,9 @@ from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.state.records import StoredMessage, SubtopicPart, TopicRecord, TurnEvent
 from langgraph_topics.state.units import group_units
 from langgraph_topics.stores.protocols import Embedder, SplittableTopicStore
+from langgraph_topics.subtopics.proposals import proposed_parts
 from langgraph_topics.subtopics.segments import contiguous_parts
-from langgraph_topics.summaries.briefs import write_brief
+from langgraph_topics.summaries.briefs import brief_card, write_brief
 from langgraph_topics.summaries.card import SummaryCard
 
 log = logging.getLogger(__name__)
@@ -73,12 +74,18 @@ def divide_topic(
         return None
     count = services.token_counter
     sizes = [sum(count(message["content"]) for message in unit) for unit in units]
-    vectors = _unit_vectors(stores.message_index, services.embedder, units)
-    parts = contiguous_parts(units, vectors, sizes, cap)
+    proposal = proposed_parts(services.roles.splitter, units, cap, count)
+    if proposal is not None:
+        parts = [part.messages for part in proposal]
+        given = [(part.name, part.brief) for part in proposal]
+    else:
+        vectors = _unit_vectors(stores.message_index, services.embedder, units)
+        parts = contiguous_parts(units, vectors, sizes, cap)
+        given = [("", "")] * len(parts)
     if len(parts) < 2:
         return None
     meta = store.meta(topic_id)
-    specs, cards = _named_parts(services, record, meta["file"], parts)
+    specs, cards = _named_parts(services, record, meta["file"], parts, given)
     created_at = parts[0][0].get("timestamp")
     child_ids = store.split_topic(topic_id, specs, created_at=created_at)
     for child_id, spec, card in zip(child_ids, specs, cards, strict=True):
@@ -185,15 +192,27 @@ def _named_parts(
     record: TopicRecord,
     file: str,
     parts: Sequence[Sequence[StoredMessage]],
+    given: Sequence[tuple[str, str]],
 ) -> tuple[list[SubtopicPart], list[SummaryCard | None]]:
-    """A name and a brief for each part, written from its own messages.
+    """A name and a brief for each part: the splitter's, or written from its own messages.
 
     A part whose brief cannot be written (a failing back end) is named after the parent with
     its place, so that the division still happens; names that repeat get their place too.
     """
     specs: list[SubtopicPart] = []
     cards: list[SummaryCard | None] = []
-    for place, part in enumerate(parts, start=1):
+    for place, (part, (given_name, given_brief)) in enumerate(
+        zip(parts, given, strict=True), start=1
+    ):
+        card: SummaryCard | None = None
+        if given_name and given_brief:
+            # The splitter wrote this brief from exactly these messages (§6.4).
+            card = brief_card(part, given_name, given_brief, services.token_counter)
+            specs.append(
+                {"name": given_name, "brief": given_brief, "message_ids": [m["id"] for m in part]}
+            )
+            cards.append(card)
+            continue
         # No name given: a brief writer keeps a name it is told, and each part needs its own.
         info: TopicInfo = {
             "id": record["id"],
@@ -202,7 +221,6 @@ def _named_parts(
             "status": record["status"],
             "file": file,
         }
-        card: SummaryCard | None = None
         try:
             name, brief, card = write_brief(
                 services.roles.brief_writer, info, part, services.token_counter
