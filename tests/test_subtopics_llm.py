@@ -129,14 +129,14 @@ def test_a_model_splitter_proposes_the_subtopics(
     thread = "trip"
     wire.on("splitter", continuing_splitter)
     model = ChatOpenAI(model="fake", base_url=wire.url, api_key="dummy", max_retries=0, timeout=5)  # type: ignore[call-arg]
-    settings = settings_for(tmp_path, subtopic_limit_tokens=900, retry_backoff_seconds=0.001)
+    settings = settings_for(tmp_path, subtopic_limit_tokens=400, retry_backoff_seconds=0.001)
     roles = build_roles(settings, per_role={"splitter": model}, embedder=embedder)
-    history = kyoto_history(rounds=2)
+    history = kyoto_history(rounds=3)
     with TopicMemory(settings=settings, roles=roles, embedder=embedder) as memory:
         memory.import_messages(thread, history)
         registry = memory.state(thread)["topics"]
         parents = [r for r in registry.values() if r["status"] == "split"]
-        assert len(parents) == 1, "everything went to one topic, which outgrew 900 tokens"
+        assert len(parents) == 1, "everything went to one topic, which outgrew 400 tokens"
         children = [registry[c] for c in parents[0]["children"]]
         assert sorted(c["name"] for c in children) == ["Kyoto ryokan", "Temples"]
         store = memory.services.stores(thread).topic_store

@@ -74,7 +74,9 @@ def divide_topic(
         return None
     count = services.token_counter
     sizes = [sum(count(message["content"]) for message in unit) for unit in units]
-    proposal = proposed_parts(services.roles.splitter, units, cap, count)
+    # A model's parts follow the subject, not a size: each may fill what a topic may hold (the
+    # limit, or what the provider refused), twice the cap of a cut at the lulls.
+    proposal = proposed_parts(services.roles.splitter, units, 2 * cap, count)
     if proposal is not None:
         parts = [part.messages for part in proposal]
         given = [(part.name, part.brief) for part in proposal]

@@ -2,7 +2,7 @@
 
 A model reads the topic's messages as a split of their own, with no topic to continue, and
 says which new topics they form; it may group what the conversation interleaved. Its plan is
-taken when it makes at least two parts and each fits the cap, every unit kept whole; otherwise
+taken when it makes at least two parts and each fits the bound, every unit kept whole; otherwise
 the topic is cut at its lulls (``segments``), as the native splitter's topics always are: it
 kept them together because they are continuous, so it would keep them whole again.
 """
@@ -34,13 +34,13 @@ class ProposedPart:
 def proposed_parts(
     splitter: Splitter,
     units: Sequence[Sequence[StoredMessage]],
-    cap: int,
+    bound: int,
     count: TokenCounter,
 ) -> list[ProposedPart] | None:
     """The model splitter's subtopics of ``units``, or None (native splitter, or an unusable plan).
 
     A unit goes where its first assigned message goes; a unit the plan leaves out follows the
-    unit before it.
+    unit before it. Every part must hold at most ``bound`` tokens.
     """
     if isinstance(splitter, NativeSplitter):
         return None
@@ -66,7 +66,7 @@ def proposed_parts(
         previous = key
     if len(grouped) < 2:
         return None
-    if any(sum(count(m["content"]) for m in part) > cap for part in grouped.values()):
+    if any(sum(count(m["content"]) for m in part) > bound for part in grouped.values()):
         return None
     return [
         ProposedPart(messages=part, name=specs[key]["name"], brief=specs[key]["brief"])
