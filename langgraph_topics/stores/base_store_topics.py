@@ -53,7 +53,7 @@ from langgraph_topics.stores.seq_ranges import (
     normalize,
     with_range,
 )
-from langgraph_topics.stores.subtopics import SUBTOPICS
+from langgraph_topics.stores.subtopics import SUBTOPICS, made_by_split
 from langgraph_topics.stores.topic_records import (
     NEVER,
     IndexedTopic,
@@ -253,7 +253,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
                 view._all_topic_ids.add(topic_id)
             elif kind in (MERGED, SUBTOPICS):
                 return None  # ids change topics: the full read places them
-            elif kind == "topic" and record.record.get("parent_id") is not None:
+            elif kind == "topic" and made_by_split(record.record):
                 return None  # a subtopic: the full read tells a split cut short
             elif kind != "link" and topic_id not in view._topics:
                 return None  # a topic this branch never saw created: read it all again
@@ -391,7 +391,11 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             if topic is None:
                 if record.get("id") != topic_id:
                     logger.warning("topic %s: header names topic %r", topic_id, record.get("id"))
-                self._topics[topic_id] = _Topic(meta=header_meta(topic_id, record), seq=stored.seq)
+                self._topics[topic_id] = _Topic(
+                    meta=header_meta(topic_id, record),
+                    seq=stored.seq,
+                    from_split=made_by_split(record),
+                )
             return
         if topic is None:
             if topic_id in self._all_topic_ids:

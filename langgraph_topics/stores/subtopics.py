@@ -2,7 +2,7 @@
 
 A split (seed 000 §4.5, §8) moves no message and copies none, as a merge does not
 (``merged_topics``). The stores first write each child's ``topic`` header (with its
-``parent_id``), then one record in the parent's own stream::
+``parent_id`` and ``"subtopic": true``), then one record in the parent's own stream::
 
     {"type": "subtopics", "split_at": ...,
      "children": [{"id": <child id>, "messages": [<ids, in the parent's order>],
@@ -16,10 +16,11 @@ the part's messages (a message without a readable timestamp counts on the day of
 the time index needs no message text on open. A child can be split again (nested subtopics):
 what it holds is its part plus its own appends.
 
-A crash between the headers and the record leaves children that no record names. Holding no
-message, they are left out when the store is opened (an *interrupted split*): the split can
-simply be made again. Being numbered like every record, the record follows the checkpoint's
-``store_ranges``: a branch that never recorded it sees the parent whole and no children.
+A crash between the headers and the record leaves children that no record names. Marked as a
+split's and holding no message, they are left out when the store is opened (an *interrupted
+split*): the split can simply be made again. Being numbered like every record, the record
+follows the checkpoint's ``store_ranges``: a branch that never recorded it sees the parent whole
+and no children.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ from langgraph_topics.state.records import StoredMessage, SubtopicPart
 
 SUBTOPICS = "subtopics"
 """The record type of a split."""
+SUBTOPIC_MARK = "subtopic"
+"""The key (true) of a child's ``topic`` header: a split made it."""
+
+
+def made_by_split(header: Mapping[str, Any]) -> bool:
+    """Whether a ``topic`` header is a split's child's (``SUBTOPIC_MARK``)."""
+    return header.get(SUBTOPIC_MARK) is True
 
 
 @dataclass(frozen=True)

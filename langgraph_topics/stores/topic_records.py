@@ -24,6 +24,7 @@ from langgraph_topics.stores.archive_shelves import ArchiveShelf
 from langgraph_topics.stores.merged_topics import combined, live_topic, members, merge_record
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.stores.subtopics import (
+    SUBTOPIC_MARK,
     SplitChild,
     check_parts,
     split_children,
@@ -194,6 +195,9 @@ class IndexedTopic:
     merged_into: str | None = None
     """The topic a review merged this one into (``merged_topics``): retired, its messages
     read as that topic's."""
+    from_split: bool = False
+    """Its header says a split made it (until the split's record names it, a split cut
+    short may have left it)."""
     split: list[SplitChild] | None = None
     """The children its ``subtopics`` record names (``subtopics``), once it was split."""
     split_seq: int = -1
@@ -414,8 +418,9 @@ class TopicRecordIndex(Generic[TopicT]):
     def _settle_splits(self) -> None:
         """After loading: take the splits in the order made; leave interrupted ones out.
 
-        A topic with a parent that no visible record names, holding no message, is what a
-        crash between a split's headers and its record leaves: it never existed.
+        A topic whose header says a split made it, that no visible record names and that
+        holds no message, is what a crash between a split's headers and its record leaves: it
+        never existed.
         """
         named: set[str] = set()
         split = [topic for topic in self._topics.values() if topic.split is not None]
@@ -426,7 +431,7 @@ class TopicRecordIndex(Generic[TopicT]):
         interrupted = [
             topic_id
             for topic_id, topic in self._topics.items()
-            if topic.meta["parent_id"] is not None
+            if topic.from_split
             and topic_id not in named
             and topic_id not in targets
             and topic.meta["message_count"] == 0
@@ -520,13 +525,18 @@ class TopicRecordIndex(Generic[TopicT]):
                 self._live(parent_id)
             return self._new_topic(name, brief, parent_id, created_at or self._clock())
 
-    def _new_topic(self, name: str, brief: str, parent_id: str | None, created: str) -> TopicMeta:
-        """Store a new topic's header under a fresh id and index it (arguments checked)."""
+    def _new_topic(
+        self, name: str, brief: str, parent_id: str | None, created: str, *, split: bool = False
+    ) -> TopicMeta:
+        """Store a new topic's header under a fresh id and index it (arguments checked).
+
+        ``split``: a split makes it; its header says so (``subtopics.SUBTOPIC_MARK``).
+        """
         while True:
             topic_id = f"topic-{secrets.token_hex(4)}"
             if topic_id not in self._topics and not self._topic_id_taken(topic_id):
                 break
-        header = {
+        header: dict[str, Any] = {
             "type": "topic",
             "id": topic_id,
             "name": name,
@@ -534,8 +544,11 @@ class TopicRecordIndex(Generic[TopicT]):
             "parent_id": parent_id,
             "created_at": created,
         }
+        if split:
+            header[SUBTOPIC_MARK] = True
         meta = new_meta(topic_id, name=name, brief=brief, parent_id=parent_id, created_at=created)
-        self._topics[topic_id] = self._store_topic(header, meta)
+        topic = self._topics[topic_id] = self._store_topic(header, meta)
+        topic.from_split = split
         return meta.copy()
 
     def append(self, topic_id: str, messages: Sequence[StoredMessage]) -> None:
@@ -760,7 +773,9 @@ class TopicRecordIndex(Generic[TopicT]):
             try:
                 for part in parts:
                     made.append(
-                        self._new_topic(part["name"], part["brief"], parent_id, split_at)["id"]
+                        self._new_topic(
+                            part["name"], part["brief"], parent_id, split_at, split=True
+                        )["id"]
                     )
                 children = [
                     SplitChild(child, tuple(ids), _days([by_id[i] for i in ids], split_at))

@@ -45,7 +45,7 @@ from langgraph_topics.stores.seq_ranges import (
     normalize,
     with_range,
 )
-from langgraph_topics.stores.subtopics import SUBTOPICS
+from langgraph_topics.stores.subtopics import SUBTOPICS, made_by_split
 from langgraph_topics.stores.topic_catalog import (
     Catalog,
     Entry,
@@ -405,7 +405,11 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         if kind == "topic" and topic is None:
             if record.get("id") != path.stem:
                 logger.warning("%s: header names topic %r", path, record.get("id"))
-            loading.topic = _Topic(meta=header_meta(path.stem, record, clock=_now), seq=seq)
+            loading.topic = _Topic(
+                meta=header_meta(path.stem, record, clock=_now),
+                seq=seq,
+                from_split=made_by_split(record),
+            )
             return
         if topic is None:
             logger.warning("%s: no readable topic header; rebuilding metadata", path)
