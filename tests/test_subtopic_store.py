@@ -32,7 +32,7 @@ from langgraph_topics.retrieval.message_index import (
     open_message_index,
 )
 from langgraph_topics.state.records import StoredMessage, SubtopicPart
-from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
+from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, copy_jsonl_topics
 from langgraph_topics.stores.protocols import SplittableTopicStore
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.stores.store_audit import audit_store_records
@@ -333,6 +333,39 @@ def test_a_split_cut_short_before_its_record_is_left_out_on_open_and_made_again(
     assert again.children(parent) == children
     assert again.topic_ids() == [parent, plain, *children]
     invariant_1(again, None, {f"m{n}" for n in range(1, 7)})
+
+
+def test_a_split_reopens_alike_from_the_catalogs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(JsonlTopicStore, "CATALOG_REFRESH_BYTES", 0)  # catalog every write
+    store = JsonlTopicStore(tmp_path)
+    parent = kyoto(store)
+    first, second = store.split_topic(
+        parent, [part("a", "m1", "m2"), part("b", "m3", "m4", "m5", "m6")]
+    )
+    store.append(parent, [msg(12)])
+    assert (tmp_path / "topics" / f"{parent}.catalog").exists()
+    reopened = JsonlTopicStore(tmp_path)
+    assert reopened.message_ids() == store.message_ids()
+    assert reopened.children(parent) == [first, second]
+    assert reopened.time_index() == store.time_index()
+    assert reopened.meta(parent)["message_count"] == 1
+
+
+def test_a_migration_copy_takes_the_split_along(tmp_path: Path) -> None:
+    source = JsonlTopicStore(tmp_path)
+    parent = kyoto(source)
+    before = source.visible_ranges()
+    children = source.split_topic(
+        parent, [part("a", "m1"), part("b", *[f"m{n}" for n in range(2, 7)])]
+    )
+    target = BaseStoreTopicStore(InMemoryStore(), "t")
+    copy_jsonl_topics(source, target)
+    assert target.children(parent) == children
+    assert target.message_ids() == source.message_ids()
+    assert ids(target.messages(children[1])) == ids(source.messages(children[1]))
+    assert target.on_branch(before).topic_ids() == [parent]
 
 
 # ------------------------------------------------------------------------ a model of splits
