@@ -647,6 +647,7 @@ class CutOffStore(InMemoryStore):
         super().__init__()
         self.writes = 0
         self.kill_at: tuple[int, str] | None = None
+        self.error: type[BaseException] = Killed
 
     def batch(self, ops: Any) -> Any:
         ops = list(ops)
@@ -656,7 +657,7 @@ class CutOffStore(InMemoryStore):
         if self.kill_at is not None and self.kill_at[0] == self.writes:
             if self.kill_at[1] == "after":
                 super().batch(ops)
-            raise Killed
+            raise self.error
         return super().batch(ops)
 
 
@@ -691,3 +692,17 @@ def test_a_base_store_view_cut_off_at_any_write_of_a_split_leaves_it_whole_or_ab
                 reopened.split_topic(parent, SPLIT_PARTS)
                 assert len(BaseStoreTopicStore(store, "t").children(parent)) == 3
     assert seen == {"whole", "absent"}
+
+
+def test_a_split_whose_failed_write_landed_after_all_is_taken_in() -> None:
+    store = CutOffStore()
+    kyoto(BaseStoreTopicStore(store, "t"))
+    view = BaseStoreTopicStore(store, "t")
+    parent = view.topic_ids()[0]
+    store.kill_at, store.error = (store.writes + 8, "after"), OSError  # the record's batch
+    with pytest.raises(OSError):
+        view.split_topic(parent, SPLIT_PARTS)
+    store.kill_at = None
+    assert len(view.children(parent)) == 3  # the view learns that the record is stored
+    invariant_1(view, None, {f"m{n}" for n in range(1, 7)})
+    assert view.message_ids() == BaseStoreTopicStore(store, "t").message_ids()

@@ -479,6 +479,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         if self._filter is not None:
             self._unsettled.clear()
             return
+        split = False
         for failed in list(self._unsettled):
             keys = [key for key, _ in failed.items]
             found = self.store.batch([GetOp(self._records_namespace, key) for key in keys])
@@ -486,9 +487,14 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             for item in found:
                 parsed = _parse_item(item) if isinstance(item, Item) else None
                 if isinstance(parsed, StoredRecord):
+                    split = split or parsed.record.get("type") == SUBTOPICS
                     self._index(parsed)
                     self._ranges = with_range(self._ranges, parsed.seq, parsed.seq + 1)
                     self._register_landed(parsed)
+        if split:
+            # A split whose record landed after all: its children left memory when the write
+            # failed, so the whole thread is read again (as rare as such a failure).
+            self._load()
 
     def _register_landed(self, stored: StoredRecord) -> None:
         if stored.record.get("type") == "topic" and stored.topic is not None:
@@ -499,8 +505,6 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             self._locations.setdefault(str(message_id), self._owner(topic.meta["id"]))
         if topic is not None and topic.merged_into is not None:
             self._retire(topic.meta["id"], topic.merged_into)
-        if topic is not None and stored.record.get("type") == SUBTOPICS and topic.split:
-            self._link_split(topic)
 
     # ------------------------------------------------------- the protocol (see TopicRecordIndex)
 
