@@ -370,68 +370,95 @@ def test_a_migration_copy_takes_the_split_along(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------ a model of splits
 
+Op = tuple[str, int, int, tuple[int, ...]]
+"""``("split", topic, 0, labels)``, ``("merge", source, target, ())``, ``("append", topic, 0, ())``:
+topics by creation number; a split's labels give each of the topic's ids, sorted, its part."""
 
-def model_holdings(
-    contents: list[list[str]], splits: list[tuple[int, list[list[int]]]], appends: list[int]
-) -> tuple[list[list[str]], dict[str, int]]:
-    """What each topic (by creation number) holds after the splits and appends, and where."""
-    holding = [list(ids) for ids in contents]
-    for parent, parts in splits:
-        held = holding[parent]
-        for chosen in parts:
-            holding.append([held[n] for n in sorted(chosen)])
-        holding[parent] = []
-    for number, topic in enumerate(appends):
-        holding[topic].append(f"x{number}")
-    where = {message_id: t for t, held in enumerate(holding) for message_id in held}
-    return holding, where
+
+class Model:
+    """What each topic holds after a history of splits, merges and appends."""
+
+    def __init__(self, contents: list[list[str]]) -> None:
+        self.holding = [list(ids) for ids in contents]
+        self.exact = [True] * len(contents)
+        """Whether the order is known (a merge orders by time: only the set is compared)."""
+        self.live = set(range(len(contents)))
+        self.split: set[int] = set()
+        self.appended = 0
+
+    def apply(self, op: Op) -> None:
+        kind, first, second, labels = op
+        if kind == "split":
+            held = self.holding[first]
+            ordered = sorted(held)
+            for label in range(max(labels) + 1):
+                chosen = {ordered[n] for n, mine in enumerate(labels) if mine == label}
+                self.holding.append([i for i in held if i in chosen])
+                self.exact.append(self.exact[first])
+                self.live.add(len(self.holding) - 1)
+            self.holding[first] = []
+            self.split.add(first)
+        elif kind == "merge":
+            self.holding[second] += self.holding[first]
+            self.holding[first] = []
+            self.exact[second] = False
+            self.live.discard(first)
+        else:
+            self.holding[first].append(f"x{self.appended}")
+            self.appended += 1
+
+    def where(self) -> dict[str, int]:
+        return {i: topic for topic, held in enumerate(self.holding) for i in held}
 
 
 @st.composite
-def histories(
-    draw: st.DrawFn,
-) -> tuple[list[list[str]], list[tuple[int, list[list[int]]]], list[int]]:
-    """Topics with messages; splits of random topics into random partitions; later appends."""
+def histories(draw: st.DrawFn) -> tuple[list[list[str]], list[Op]]:
+    """Topics with messages, then random splits (nested too), merges of leaves and appends."""
     sizes = draw(st.lists(st.integers(2, 7), min_size=1, max_size=3))
     contents, counter = [], 0
     for size in sizes:
         contents.append([f"m{counter + n:03d}" for n in range(size)])
         counter += size
-    splits: list[tuple[int, list[list[int]]]] = []
-    holding = [list(c) for c in contents]
-    split_done: set[int] = set()
-    for _ in range(draw(st.integers(1, 3))):
-        candidates = [t for t, held in enumerate(holding) if len(held) >= 2 and t not in split_done]
-        if not candidates:
-            break
-        parent = draw(st.sampled_from(candidates))
-        size = len(holding[parent])
-        count = draw(st.integers(2, min(4, size)))
-        labels = draw(st.lists(st.integers(0, count - 1), min_size=size, max_size=size))
-        labels[:count] = list(range(count))  # every part non-empty
-        labels = draw(st.permutations(labels))
-        parts = [[n for n, label in enumerate(labels) if label == k] for k in range(count)]
-        splits.append((parent, parts))
-        split_done.add(parent)
-        held = holding[parent]
-        holding += [[held[n] for n in chosen] for chosen in parts]
-        holding[parent] = []
-    appends = draw(st.lists(st.integers(0, len(holding) - 1), max_size=4))
-    return contents, splits, appends
+    model = Model(contents)
+    ops: list[Op] = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["split", "split", "merge", "append"]))
+        leaves = sorted(model.live - model.split)
+        if kind == "split":
+            candidates = [t for t in leaves if len(model.holding[t]) >= 2]
+            if not candidates:
+                continue
+            topic = draw(st.sampled_from(candidates))
+            size = len(model.holding[topic])
+            count = draw(st.integers(2, min(4, size)))
+            labels = [
+                *range(count),
+                *draw(
+                    st.lists(
+                        st.integers(0, count - 1), min_size=size - count, max_size=size - count
+                    )
+                ),
+            ]
+            op: Op = ("split", topic, 0, tuple(draw(st.permutations(labels))))
+        elif kind == "merge":
+            if len(leaves) < 2:
+                continue
+            source, target = draw(st.permutations(leaves))[:2]
+            op = ("merge", source, target, ())
+        else:
+            op = ("append", draw(st.sampled_from(sorted(model.live))), 0, ())
+        model.apply(op)
+        ops.append(op)
+    return contents, ops
 
 
-def replay(
-    store: AnyStore,
-    contents: list[list[str]],
-    splits: list[tuple[int, list[list[int]]]],
-    appends: list[int],
-) -> list[str]:
+def replay(store: AnyStore, contents: list[list[str]], ops: list[Op]) -> list[str]:
     """Make the history in a store; returns the topic ids by creation number."""
     topics: list[str] = []
     for n, message_ids in enumerate(contents):
-        topics.append(
-            store.create_topic(f"t{n}", "", created_at=f"2024-01-0{n + 1}T00:00:00+00:00")["id"]
-        )
+        created = f"2024-01-0{n + 1}T00:00:00+00:00"
+        topics.append(store.create_topic(f"t{n}", "", created_at=created)["id"])
+        stamp = "2024-01-{:02d}T09:00:00"
         store.append(
             topics[-1],
             [
@@ -439,30 +466,40 @@ def replay(
                     "id": i,
                     "role": "user",
                     "content": i,
-                    "timestamp": f"2024-01-{int(i[1:]) % 28 + 1:02d}T09:00:00",
+                    "timestamp": stamp.format(int(i[1:]) % 28 + 1),
                 }
                 for i in message_ids
             ],
         )
-    for parent, parts in splits:
-        held = ids(store.messages(topics[parent]))
-        asked = [
-            part(f"p{k}", *reversed([held[n] for n in chosen])) for k, chosen in enumerate(parts)
-        ]
-        topics += store.split_topic(topics[parent], asked, created_at="2024-03-01T00:00:00+00:00")
-    for number, topic in enumerate(appends):
-        store.append(topics[topic], [{"id": f"x{number}", "role": "user", "content": "late"}])
+    appended = 0
+    for kind, first, second, labels in ops:
+        if kind == "split":
+            ordered = sorted(ids(store.messages(topics[first])))
+            asked = [
+                part(f"p{label}", *[ordered[n] for n, mine in enumerate(labels) if mine == label])
+                for label in range(max(labels) + 1)
+            ]
+            topics += store.split_topic(
+                topics[first], asked, created_at="2024-03-01T00:00:00+00:00"
+            )
+        elif kind == "merge":
+            store.merge_topics(topics[first], topics[second])
+        else:
+            store.append(topics[first], [{"id": f"x{appended}", "role": "user", "content": "late"}])
+            appended += 1
     return topics
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "memory"])
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories())
-def test_random_splits_read_as_the_model_says_before_and_after_a_reopen(
-    kind: str, history: tuple[list[list[str]], list[tuple[int, list[list[int]]]], list[int]]
+def test_random_splits_and_merges_read_as_the_model_says_before_and_after_a_reopen(
+    kind: str, history: tuple[list[list[str]], list[Op]]
 ) -> None:
-    contents, splits, appends = history
-    holding, where = model_holdings(contents, splits, appends)
+    contents, ops = history
+    model = Model(contents)
+    for op in ops:
+        model.apply(op)
     with tempfile.TemporaryDirectory() as scratch:
         shared = InMemoryStore()
 
@@ -471,18 +508,19 @@ def test_random_splits_read_as_the_model_says_before_and_after_a_reopen(
                 return JsonlTopicStore(Path(scratch))
             return BaseStoreTopicStore(shared, "t")
 
-        topics = replay(open_store(), contents, splits, appends)
-        for view in (open_store(), open_store()):
-            located = view.message_ids()
-            assert located == {i: topics[t] for i, t in where.items()}
-            for number, expected in enumerate(holding):
+        written = open_store()
+        topics = replay(written, contents, ops)
+        for view in (written, open_store()):
+            assert view.message_ids() == {i: topics[t] for i, t in model.where().items()}
+            assert view.topic_ids() == [topics[t] for t in sorted(model.live)]
+            for number in sorted(model.live):
                 held = ids(view.messages(topics[number]))
-                # Its part in the parent's order, then its own appends.
-                assert held == expected, (number, held, expected)
+                expected = model.holding[number]
+                # Its part in the parent's order, then its own appends; merged: the same set.
+                assert held == expected if model.exact[number] else sorted(held) == sorted(expected)
                 assert view.meta(topics[number])["message_count"] == len(expected)
-            for parent, _ in splits:
-                assert len(view.children(topics[parent])) >= 2
-            invariant_1(view, Path(scratch) if kind == "jsonl" else None, set(where))
+                assert (len(view.children(topics[number])) >= 2) == (number in model.split)
+            invariant_1(view, Path(scratch) if kind == "jsonl" else None, set(model.where()))
 
 
 # ------------------------------------------------------------------------ the message index
