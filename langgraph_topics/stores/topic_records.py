@@ -1,9 +1,10 @@
 """What both topic stores make of a thread's records, and the reads they answer from memory.
 
 The JSONL store (``topic_store``) and the ``BaseStore`` one (``base_store_topics``) keep the
-same records (``topic`` headers, ``message``, ``brief`` and ``link`` records, each with a
-sequence number) and the same in-memory index of them: per topic its metadata, first number
-and days, each message id's topic, the links. :class:`TopicRecordIndex` holds that index and
+same records (``topic`` headers, ``message``, ``brief`` and ``link`` records, ``merged`` and
+``subtopics`` ones: ``merged_topics``, ``subtopics``; each with a sequence number) and the same
+in-memory index of them: per topic its metadata, first number and days, its merge and split,
+each message id's topic, the links. :class:`TopicRecordIndex` holds that index and
 answers the reads of the ``TopicStore`` protocol from it; a store subclasses it and adds where
 the records live (files and catalogs, or ``BaseStore`` items and a head) and how the messages
 of a topic are held (parsed lazily per topic, or all on open).
