@@ -507,6 +507,12 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
             ("chroma:set_status", 1, "before"),
             ("replace:topic-catalog", 1, "before"),
             ("replace:topic-catalog", 2, "after"),
+            # A split into subtopics, once the scenario makes one (left out until then; the
+            # store's own campaign is in test_subtopic_store.py).
+            ("append:topic-subtopics", 1, "before"),
+            ("append:topic-subtopics", 1, "torn"),
+            ("append:topic-subtopics", 1, "after"),
+            ("append:retrieval-rekeyed.jsonl", 1, "torn"),
         ],
         "spread": 1,
     },

@@ -8,12 +8,18 @@ it again and a search over a whole thread is one matrix product and one BM25 pas
     retrieval/lexicon.txt, postings.i32, documents.i32   # BM25 terms per message (lexical_files)
     retrieval/projection.npz, shadows.f16   # from 20,000 messages on (projection)
     retrieval/entries.jsonl   # {"id", "topic", "time"} per message, in split order
+    retrieval/rekeyed.jsonl   # {"topic", "rows", "ids"}: rows filed under another topic since
 
 Split order is conversation order (a split moves the oldest unsplit messages), so neighbours in
 the index are neighbours in the conversation. Every file is append-only; vectors and terms are
 written before their entries, and on open all are cut to the rows they all hold, so a crash
 between them costs at most the re-embedding of the messages of that one split. Opening reads
 these files and nothing else: no message text, no tokenising.
+
+A topic split into subtopics (``stores/subtopics``) moves no message, and the index re-embeds
+none: :meth:`MessageIndex.reassign` files rows under another topic by appending one compact line
+per topic to ``rekeyed.jsonl``, applied on open after the entries (a torn last line is cut, and
+what it would have said is mended against the store by :func:`open_message_index`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import itertools
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -48,6 +54,7 @@ _TOKENS = itertools.count(1)
 META_FILE = "meta.json"
 VECTORS_FILE = "vectors.f16"
 ENTRIES_FILE = "entries.jsonl"
+REKEYED_FILE = "rekeyed.jsonl"
 _BYTES_PER_VALUE = 2
 SUPERSEDED_GROUP = "~superseded"
 """The group of a row whose message was indexed again under another topic (a split made again
@@ -102,7 +109,8 @@ class MessageIndex:
         self.root = root
         self.embedder = embedder
         self.token = next(_TOKENS)
-        """Tells this index apart from every other one of the process (cache keys)."""
+        """Tells this index apart from every other one of the process (cache keys); a new one
+        whenever rows are filed under another topic, as the row count then stays the same."""
         self.ids: list[str] = []
         self.topics: list[str] = []
         self.times: list[float | None] = []
@@ -153,6 +161,57 @@ class MessageIndex:
             for (message, topic_id), vector, document in zip(fresh, vectors, terms, strict=True):
                 self._remember(message["id"], topic_id, message_time(message), document, vector)
 
+    def reassign(self, message_ids: Sequence[str], topic_id: str) -> int:
+        """File indexed messages under another topic (a split's children) without embedding.
+
+        Ids not indexed, or already under ``topic_id``, are skipped. One durable append.
+
+        Returns:
+            How many messages changed topic.
+        """
+        return self.level_with(dict.fromkeys(message_ids, topic_id))
+
+    def level_with(self, located: Mapping[str, str]) -> int:
+        """File every indexed message of ``located`` under the topic it names, in one append.
+
+        ``store.message_ids()`` as ``located`` brings the index level with the store after a
+        split (or a merge); nothing is embedded. Ids the index lacks are left to :meth:`add`.
+
+        Returns:
+            How many messages changed topic.
+        """
+        with self._lock:
+            moves: dict[str, list[tuple[int, str]]] = {}
+            for message_id, topic_id in located.items():
+                row = self.position.get(message_id)
+                if row is not None and self.topics[row] != topic_id:
+                    moves.setdefault(topic_id, []).append((row, message_id))
+            if not moves:
+                return 0
+            if self.root is not None:
+                lines = "".join(
+                    json.dumps(
+                        {
+                            "topic": topic_id,
+                            "rows": [r for r, _ in rows],
+                            "ids": [i for _, i in rows],
+                        }
+                    )
+                    + "\n"
+                    for topic_id, rows in moves.items()
+                )
+                append_durably(self.root / REKEYED_FILE, lines.encode("utf-8"))
+            for topic_id, rows in moves.items():
+                self._file_under(topic_id, [row for row, _ in rows])
+            return sum(len(rows) for rows in moves.values())
+
+    def _file_under(self, topic_id: str, rows: Sequence[int]) -> None:
+        for row in rows:
+            self.topics[row] = topic_id
+        self._note_topic(topic_id, append=False)
+        self._arrays = None
+        self.token = next(_TOKENS)  # searches cached for the old topics must not be served
+
     def _remember(
         self,
         message_id: str,
@@ -197,6 +256,7 @@ class MessageIndex:
             self._lexical_files.reset()
             if self._projection_files is not None:
                 self._projection_files.reset()
+            (self.root / REKEYED_FILE).unlink(missing_ok=True)
             meta = {"dim": int(vectors.shape[1]), "embedder": embedder_name(self.embedder)}
             replace_durably(meta_path, json.dumps(meta).encode("utf-8"))
         append_durably(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
@@ -313,8 +373,44 @@ class MessageIndex:
             for row, message_id in enumerate(self.ids):
                 if self.position[message_id] != row:
                     self.topics[row] = SUPERSEDED_GROUP
+        self._load_rekeyed(rows)
         for topic_id in dict.fromkeys(self.topics):
             self._note_topic(topic_id, append=False)
+
+    def _load_rekeyed(self, rows: int) -> None:
+        """Apply ``rekeyed.jsonl`` to the rows read: a line counts for the rows it still names.
+
+        A row counts while it holds the id the line names and is that id's current row (no
+        later :meth:`add` superseded it). A torn last line is cut, so appends start afresh.
+        """
+        assert self.root is not None
+        path = self.root / REKEYED_FILE
+        raw = _read_bytes(path)
+        complete = raw.rfind(b"\n") + 1
+        if complete < len(raw):
+            log.warning("%s: ignoring a torn last line (crash during a write?)", path)
+            truncate_durably(path, complete)
+        for number, record in decode_lines(raw[:complete].split(b"\n")[:-1]):
+            topic, found, ids = (
+                (record.get("topic"), record.get("rows"), record.get("ids"))
+                if record is not None
+                else (None, None, None)
+            )
+            if (
+                not isinstance(topic, str)
+                or not isinstance(found, list)
+                or not isinstance(ids, list)
+            ):
+                log.warning("%s:%d: unreadable line skipped", path, number)
+                continue
+            for row, message_id in zip(found, ids, strict=False):
+                if (
+                    isinstance(row, int)
+                    and 0 <= row < rows
+                    and self.ids[row] == message_id
+                    and self.position.get(message_id) == row
+                ):
+                    self.topics[row] = topic
 
     def attach_lexical(self, store: TopicStore) -> None:
         """Complete the lexical statistics of indexed messages the lexical files lack.
@@ -337,7 +433,7 @@ class MessageIndex:
 
     def _reset_files(self) -> None:
         assert self.root is not None
-        for name in (META_FILE, VECTORS_FILE, ENTRIES_FILE):
+        for name in (META_FILE, VECTORS_FILE, ENTRIES_FILE, REKEYED_FILE):
             (self.root / name).unlink(missing_ok=True)
         if self._lexical_files is not None:
             self._lexical_files.reset()
@@ -351,6 +447,8 @@ def open_message_index(root: Path, embedder: Embedder, store: TopicStore) -> Mes
 
     Messages the store holds but the index lacks (a crash between the two writes, or an index
     built by another embedder) are embedded now, in conversation order; nothing else is.
+    Messages the index files under another topic than the store (a split, or a merge, a crash
+    cut off before the index followed) are filed under the store's, without embedding.
     """
     index = MessageIndex(root, embedder)
     located = store.message_ids()
@@ -371,6 +469,9 @@ def open_message_index(root: Path, embedder: Embedder, store: TopicStore) -> Mes
             key=lambda m: (_sortable_time(message_time(m)), order[m["id"]]),
         )
         index.add(missing, [located[m["id"]] for m in missing])
+    moved = index.level_with(located)
+    if moved:
+        log.info("%s: %d messages filed under the topics the store gives them", root, moved)
     return index
 
 

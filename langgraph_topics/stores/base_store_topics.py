@@ -11,10 +11,10 @@ JsonlTopicStore`, item for line. Layout (namespaces are tuples of labels)::
 
 A record item's value is ``{"seq", "order", "type", "topic", "record"}``: the sequence number
 (and as zero-padded text, for range filters), the record's type (``topic``, ``message``,
-``brief``, ``link``), the topic it belongs to (None for a link) and the JSONL line's record
-without its ``seq``, as ASCII JSON text (Postgres ``jsonb`` refuses NUL characters and lone
-surrogates, which messages may hold). Nothing is embedded: every item is put with
-``index=False``, and never with a time to live.
+``brief``, ``link``, ``merged``, ``subtopics``), the topic it belongs to (None for a link) and
+the JSONL line's record without its ``seq``, as ASCII JSON text (Postgres ``jsonb`` refuses
+NUL characters and lone surrogates, which messages may hold). Nothing is embedded: every item
+is put with ``index=False``, and never with a time to live.
 
 Writing reserves sequence numbers first (the head goes up by as many as are written), then puts
 the records in one ``batch`` call (``PostgresStore`` runs a batch in one pipeline or
@@ -53,6 +53,7 @@ from langgraph_topics.stores.seq_ranges import (
     normalize,
     with_range,
 )
+from langgraph_topics.stores.subtopics import SUBTOPICS, made_by_split
 from langgraph_topics.stores.topic_records import (
     NEVER,
     IndexedTopic,
@@ -250,8 +251,10 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             kind, topic_id = record.record.get("type"), record.topic
             if kind == "topic" and topic_id is not None:
                 view._all_topic_ids.add(topic_id)
-            elif kind == MERGED:
+            elif kind in (MERGED, SUBTOPICS):
                 return None  # ids change topics: the full read places them
+            elif kind == "topic" and made_by_split(record.record):
+                return None  # a subtopic: the full read tells a split cut short
             elif kind != "link" and topic_id not in view._topics:
                 return None  # a topic this branch never saw created: read it all again
             view._index(record)
@@ -283,6 +286,9 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
                 messages=list(topic.messages),
                 positions=dict(topic.positions),
                 order=dict(topic.order),
+                children=list(topic.children),
+                handed=dict(topic.handed),
+                inherited_days=set(topic.inherited_days),
             )
             for topic_id, topic in self._topics.items()
         }
@@ -332,6 +338,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         for topic in sorted(self._topics.values(), key=order_key):
             # A merged topic's ids go to the topic it was merged into.
             self._register_owners(self._owner(topic.meta["id"]), topic.positions)
+        self._settle_splits()  # and a split topic's to its children
         if self._filter is None:
             self._ranges = normalize([(0, self._next_seq)])
 
@@ -384,7 +391,11 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             if topic is None:
                 if record.get("id") != topic_id:
                     logger.warning("topic %s: header names topic %r", topic_id, record.get("id"))
-                self._topics[topic_id] = _Topic(meta=header_meta(topic_id, record), seq=stored.seq)
+                self._topics[topic_id] = _Topic(
+                    meta=header_meta(topic_id, record),
+                    seq=stored.seq,
+                    from_split=made_by_split(record),
+                )
             return
         if topic is None:
             if topic_id in self._all_topic_ids:
@@ -398,6 +409,9 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             topic.merged_into = merged_target(record)
             if topic.merged_into is None:
                 logger.warning("topic %s: skipping a merge record naming no topic", topic_id)
+        elif kind == SUBTOPICS:
+            if not topic.take_split(record, stored.seq):
+                logger.warning("topic %s: skipping an unreadable or second split", topic_id)
         elif kind == "message":
             message = message_from_record(record)
             if message is None:
@@ -465,6 +479,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
         if self._filter is not None:
             self._unsettled.clear()
             return
+        split = False
         for failed in list(self._unsettled):
             keys = [key for key, _ in failed.items]
             found = self.store.batch([GetOp(self._records_namespace, key) for key in keys])
@@ -472,9 +487,14 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             for item in found:
                 parsed = _parse_item(item) if isinstance(item, Item) else None
                 if isinstance(parsed, StoredRecord):
+                    split = split or parsed.record.get("type") == SUBTOPICS
                     self._index(parsed)
                     self._ranges = with_range(self._ranges, parsed.seq, parsed.seq + 1)
                     self._register_landed(parsed)
+        if split:
+            # A split whose record landed after all: its children left memory when the write
+            # failed, so the whole thread is read again (as rare as such a failure).
+            self._load()
 
     def _register_landed(self, stored: StoredRecord) -> None:
         if stored.record.get("type") == "topic" and stored.topic is not None:
@@ -514,9 +534,9 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             self._settle()
             keyed: list[tuple[datetime, int, StoredMessage]] = []
             for topic_id, topic in self._topics.items():
-                owner = self._owner(topic_id)
                 for message in topic.messages:
-                    if self._locations.get(message["id"]) == owner:
+                    # Only the copy the index placed: a split placed it in a child.
+                    if self._locations.get(message["id"]) == self._holder(topic_id, message["id"]):
                         keyed.append((*topic.order[message["id"]], message))
             keyed.sort(key=lambda item: (item[0], item[1]))
             return [message for _, _, message in keyed]

@@ -1,9 +1,10 @@
 """What both topic stores make of a thread's records, and the reads they answer from memory.
 
 The JSONL store (``topic_store``) and the ``BaseStore`` one (``base_store_topics``) keep the
-same records (``topic`` headers, ``message``, ``brief`` and ``link`` records, each with a
-sequence number) and the same in-memory index of them: per topic its metadata, first number
-and days, each message id's topic, the links. :class:`TopicRecordIndex` holds that index and
+same records (``topic`` headers, ``message``, ``brief`` and ``link`` records, ``merged`` and
+``subtopics`` ones: ``merged_topics``, ``subtopics``; each with a sequence number) and the same
+in-memory index of them: per topic its metadata, first number and days, its merge and split,
+each message id's topic, the links. :class:`TopicRecordIndex` holds that index and
 answers the reads of the ``TopicStore`` protocol from it; a store subclasses it and adds where
 the records live (files and catalogs, or ``BaseStore`` items and a head) and how the messages
 of a topic are held (parsed lazily per topic, or all on open).
@@ -19,10 +20,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast
 
-from langgraph_topics.state.records import ArchivedTopic, StoredMessage, TopicMeta
+from langgraph_topics.state.records import ArchivedTopic, StoredMessage, SubtopicPart, TopicMeta
 from langgraph_topics.stores.archive_shelves import ArchiveShelf
 from langgraph_topics.stores.merged_topics import combined, live_topic, members, merge_record
 from langgraph_topics.stores.seq_ranges import SeqRanges
+from langgraph_topics.stores.subtopics import (
+    SUBTOPIC_MARK,
+    SplitChild,
+    check_parts,
+    split_children,
+    subtopics_record,
+)
 from langgraph_topics.summaries.card import SummaryCard
 
 TOPICS_DIR = "topics"
@@ -188,6 +196,34 @@ class IndexedTopic:
     merged_into: str | None = None
     """The topic a review merged this one into (``merged_topics``): retired, its messages
     read as that topic's."""
+    from_split: bool = False
+    """Its header says a split made it (until the split's record names it, a split cut
+    short may have left it)."""
+    split: list[SplitChild] | None = None
+    """The children its ``subtopics`` record names (``subtopics``), once it was split."""
+    split_seq: int = -1
+    """The sequence number of that record: nested splits are taken in the order made."""
+    children: list[str] = field(default_factory=list)
+    """The children of its split that the branch knows, in order."""
+    handed: dict[str, str] = field(default_factory=dict)
+    """Each message its split handed over, mapped to the child that took it."""
+    split_from: str | None = None
+    """The topic whose split made this one (its part is ``inherited``)."""
+    inherited: tuple[str, ...] = ()
+    """The ids of its part of the parent, in the parent's order."""
+    inherited_days: set[str] = field(default_factory=set)
+    """The days of its part's messages (``days`` holds those of its own records)."""
+
+    def take_split(self, record: dict[str, Any], seq: int) -> bool:
+        """Take in a ``subtopics`` record of this topic; False when it cannot be read.
+
+        What the parent held until then is its children's: its own days start again.
+        """
+        children = split_children(record)
+        if children is None or self.split is not None:
+            return False
+        self.split, self.split_seq, self.days = children, seq, set()
+        return True
 
     def count(self, message: StoredMessage, stored_at: str) -> None:
         """Count a message stored at ``stored_at`` in the metadata and the days."""
@@ -297,16 +333,128 @@ class TopicRecordIndex(Generic[TopicT]):
         return live_topic(self._topics, topic_id)
 
     def _holding(self, topic_id: str) -> tuple[list[StoredMessage], dict[str, int]]:
-        """A live topic's messages, merged topics' included, and each one's index among them."""
+        """A live topic's messages, merged topics' included, and each one's index among them.
+
+        A topic a split made or split holds what the locations give it: its part of the
+        parent, then its own records, less what a split of its own handed on.
+        """
         parts = members(self._topics, topic_id) if self._merges() else [topic_id]
-        if len(parts) == 1:
-            return self._loaded(self._topics[topic_id])
+        topics = [self._topics[part] for part in parts]
+        splits = any(topic.inherited or topic.handed for topic in topics)
+        if len(parts) == 1 and not splits:
+            return self._loaded(topics[0])
         cached = self._combined_cache.get(topic_id)
         if cached is None:
-            loaded = [self._loaded(self._topics[part])[0] for part in parts]
-            cached = combined(loaded, _message_time)
+            if splits:
+                located = self._locations
+                loaded = [
+                    [m for m in self._own(topic) if located.get(m["id"]) == topic_id]
+                    for topic in topics
+                ]
+            else:
+                loaded = [self._loaded(topic)[0] for topic in topics]
+            cached = combined(loaded, _message_time) if len(loaded) > 1 else _indexed(loaded[0])
             self._combined_cache[topic_id] = cached
         return cached
+
+    def _own(self, topic: TopicT) -> list[StoredMessage]:
+        """A topic's part of its parent (if a split made it), then its own records' messages."""
+        own = self._loaded(topic)[0]
+        if not topic.inherited or topic.split_from not in self._topics:
+            return own
+        source = self._reachable(topic.split_from)
+        return [source[i] for i in topic.inherited if i in source] + own
+
+    def _reachable(self, topic_id: str) -> dict[str, StoredMessage]:
+        """Every message a topic's records, its part and its merged topics' hold, by id."""
+        found: dict[str, StoredMessage] = {}
+        for part in members(self._topics, topic_id) if self._merges() else [topic_id]:
+            for message in self._own(self._topics[part]):
+                found.setdefault(message["id"], message)
+        return found
+
+    def _holder(self, topic_id: str, message_id: str) -> str:
+        """The live topic holding a message stored in ``topic_id``'s records: merges, splits."""
+        current = live_topic(self._topics, topic_id)
+        seen = {current}
+        while True:
+            child = self._topics[current].handed.get(message_id)
+            if child is None or child not in self._topics:
+                return current
+            following = live_topic(self._topics, child)
+            if following in seen:  # records edited by hand: stop where the walk was
+                return current
+            seen.add(following)
+            current = following
+
+    def _link_split(self, parent: TopicT) -> None:
+        """Take a split into memory: its children's parts, and its messages' new topics.
+
+        A child the branch does not know (a damaged record) is skipped: its messages stay
+        with the parent rather than vanish.
+        """
+        parent_id = parent.meta["id"]
+        handed: dict[str, str] = {}
+        children: list[str] = []
+        for child in parent.split or []:
+            topic = self._topics.get(child.id)
+            if topic is None:
+                logging.getLogger(type(self).__module__).warning(
+                    "subtopic %s of %s is unknown; its messages stay with %s",
+                    child.id,
+                    parent_id,
+                    parent_id,
+                )
+                continue
+            topic.split_from, topic.inherited = parent_id, child.messages
+            topic.inherited_days = set(child.days)
+            children.append(child.id)
+            handed.update(dict.fromkeys(child.messages, child.id))
+        parent.handed, parent.children = handed, children
+        for message_id, child_id in handed.items():
+            if self._locations.get(message_id) == parent_id:
+                self._locations[message_id] = live_topic(self._topics, child_id)
+        self._combined_cache.clear()
+
+    def _settle_splits(self) -> None:
+        """After loading: take the splits in the order made; leave interrupted ones out.
+
+        A topic whose header says a split made it, that no visible record names and that
+        holds no message, is what a crash between a split's headers and its record leaves: it
+        never existed.
+        """
+        named: set[str] = set()
+        split = [topic for topic in self._topics.values() if topic.split is not None]
+        for parent in sorted(split, key=lambda topic: topic.split_seq):
+            self._link_split(parent)
+            named.update(parent.children)
+        targets = {topic.merged_into for topic in self._topics.values()}
+        interrupted = [
+            topic_id
+            for topic_id, topic in self._topics.items()
+            if topic.from_split
+            and topic_id not in named
+            and topic_id not in targets
+            and topic.meta["message_count"] == 0
+            and topic.split is None
+        ]
+        if interrupted:
+            logging.getLogger(type(self).__module__).warning(
+                "left out %d empty subtopics no split names (a split a crash cut short): %s",
+                len(interrupted),
+                ", ".join(interrupted),
+            )
+            for topic_id in interrupted:
+                del self._topics[topic_id]
+
+    def _count(self, topic_id: str) -> int:
+        """How many messages a live topic holds (without reading them)."""
+        parts = members(self._topics, topic_id) if self._merges() else [topic_id]
+        stored = sum(
+            self._topics[part].meta["message_count"] + len(self._topics[part].inherited)
+            for part in parts
+        )
+        return max(0, stored - len(self._topics[topic_id].handed))
 
     def _merges(self) -> bool:
         return any(topic.merged_into is not None for topic in self._topics.values())
@@ -376,24 +524,33 @@ class TopicRecordIndex(Generic[TopicT]):
             self._catch_up()
             if parent_id is not None:
                 self._live(parent_id)
-            created = created_at or self._clock()
-            while True:
-                topic_id = f"topic-{secrets.token_hex(4)}"
-                if topic_id not in self._topics and not self._topic_id_taken(topic_id):
-                    break
-            header = {
-                "type": "topic",
-                "id": topic_id,
-                "name": name,
-                "brief": brief,
-                "parent_id": parent_id,
-                "created_at": created,
-            }
-            meta = new_meta(
-                topic_id, name=name, brief=brief, parent_id=parent_id, created_at=created
-            )
-            self._topics[topic_id] = self._store_topic(header, meta)
-            return meta.copy()
+            return self._new_topic(name, brief, parent_id, created_at or self._clock())
+
+    def _new_topic(
+        self, name: str, brief: str, parent_id: str | None, created: str, *, split: bool = False
+    ) -> TopicMeta:
+        """Store a new topic's header under a fresh id and index it (arguments checked).
+
+        ``split``: a split makes it; its header says so (``subtopics.SUBTOPIC_MARK``).
+        """
+        while True:
+            topic_id = f"topic-{secrets.token_hex(4)}"
+            if topic_id not in self._topics and not self._topic_id_taken(topic_id):
+                break
+        header: dict[str, Any] = {
+            "type": "topic",
+            "id": topic_id,
+            "name": name,
+            "brief": brief,
+            "parent_id": parent_id,
+            "created_at": created,
+        }
+        if split:
+            header[SUBTOPIC_MARK] = True
+        meta = new_meta(topic_id, name=name, brief=brief, parent_id=parent_id, created_at=created)
+        topic = self._topics[topic_id] = self._store_topic(header, meta)
+        topic.from_split = split
+        return meta.copy()
 
     def append(self, topic_id: str, messages: Sequence[StoredMessage]) -> None:
         """Append messages to a topic in one write.
@@ -527,7 +684,8 @@ class TopicRecordIndex(Generic[TopicT]):
     def meta(self, topic_id: str) -> TopicMeta:
         """Return a copy of a topic's metadata.
 
-        A topic holding merged ones counts their messages too.
+        A topic holding merged ones counts their messages too; a split one counts only what
+        was appended to it after the split (its children hold the rest), a subtopic its part.
 
         Raises:
             KeyError: Unknown topic, or one merged into another.
@@ -536,9 +694,8 @@ class TopicRecordIndex(Generic[TopicT]):
             self._catch_up()
             meta = self._live(topic_id).meta.copy()
             for part in members(self._topics, topic_id)[1:] if self._merges() else []:
-                other = self._topics[part].meta
-                meta["message_count"] += other["message_count"]
-                meta["updated_at"] = max(meta["updated_at"], other["updated_at"])
+                meta["updated_at"] = max(meta["updated_at"], self._topics[part].meta["updated_at"])
+            meta["message_count"] = self._count(topic_id)
             return meta
 
     def merge_topics(self, source_id: str, into_id: str) -> None:
@@ -548,7 +705,8 @@ class TopicRecordIndex(Generic[TopicT]):
 
         Raises:
             KeyError: Either topic is unknown, or already merged into another one.
-            ValueError: A topic merged into itself.
+            ValueError: A topic merged into itself, or either topic has subtopics (a split
+                topic's messages are its children's; its children merge like any topic).
         """
         with self._lock:
             self._catch_up()
@@ -560,6 +718,9 @@ class TopicRecordIndex(Generic[TopicT]):
                 return
             source = self._live(source_id)
             self._live(into_id)
+            for topic_id in (source_id, into_id):
+                if self._topics[topic_id].split is not None:
+                    raise ValueError(f"topic {topic_id!r} has subtopics: it cannot be merged")
             self._store(source_id, [merge_record(into_id, self._clock())])
             self._retire(source_id, into_id)
             self._stored(source)
@@ -575,6 +736,72 @@ class TopicRecordIndex(Generic[TopicT]):
             if self._topic(topic_id).merged_into is None:
                 return None
             return self._owner(topic_id)
+
+    def split_topic(
+        self, parent_id: str, parts: Sequence[SubtopicPart], *, created_at: str | None = None
+    ) -> list[str]:
+        """Hand a topic's messages to new subtopics, one part each (``subtopics``).
+
+        Every check runs before anything is written; then each child's header, and last the
+        one ``subtopics`` record in the parent's stream, so that a crash leaves the split
+        whole or absent (children without a record are left out on open).
+
+        Args:
+            parent_id: The topic to split.
+            parts: The subtopics: name, brief and the ids of the parent's messages each takes.
+            created_at: ISO-8601 time of the split (the children's creation); now if omitted.
+
+        Returns:
+            The children's ids, in the order of ``parts``.
+
+        Raises:
+            KeyError: Unknown topic, or one merged into another.
+            ValueError: The topic is already split; fewer than two parts, an empty one, an id
+                the topic does not hold, in two parts or in none (the first such id named);
+                ``created_at`` is not an ISO-8601 time. Nothing is written then.
+        """
+        check_created_at(created_at)
+        with self._lock:
+            self._catch_up()
+            parent = self._live(parent_id)
+            if parent.split is not None:
+                raise ValueError(f"topic {parent_id!r} is already split")
+            held = self._holding(parent_id)[0]
+            ordered = check_parts(parent_id, held, parts)
+            split_at = created_at or self._clock()
+            by_id = {message["id"]: message for message in held}
+            made: list[str] = []
+            try:
+                for part in parts:
+                    made.append(
+                        self._new_topic(
+                            part["name"], part["brief"], parent_id, split_at, split=True
+                        )["id"]
+                    )
+                children = [
+                    SplitChild(child, tuple(ids), _days([by_id[i] for i in ids], split_at))
+                    for child, ids in zip(made, ordered, strict=True)
+                ]
+                seq = self._store(parent_id, [subtopics_record(children, split_at)])
+            except BaseException:
+                # Children without their record are left out on open: so they are now.
+                for child in made:
+                    self._topics.pop(child, None)
+                raise
+            parent.take_split(subtopics_record(children, split_at), seq)
+            self._link_split(parent)
+            self._stored(parent)
+            return made
+
+    def children(self, topic_id: str) -> list[str]:
+        """The subtopics a split made of ``topic_id``, in order; ``[]`` if it was never split.
+
+        Raises:
+            KeyError: Unknown topic.
+        """
+        with self._lock:
+            self._catch_up()
+            return list(self._topic(topic_id).children)
 
     def save_archive(self, entry: ArchivedTopic) -> None:
         """File an archived topic's compressed summary under its month.
@@ -653,11 +880,32 @@ class TopicRecordIndex(Generic[TopicT]):
             index: dict[str, list[str]] = {}
             merges = self._merges()
             for topic_id in self.topic_ids():
-                parts = members(self._topics, topic_id) if merges else [topic_id]
-                days = set().union(*(self._topics[part].days for part in parts))
+                topic = self._topics[topic_id]
+                if topic.split is not None:  # what it held until then counts for its children
+                    days = set(topic.days)
+                else:
+                    parts = members(self._topics, topic_id) if merges else [topic_id]
+                    days = set().union(
+                        *(self._topics[p].days | self._topics[p].inherited_days for p in parts)
+                    )
                 for day in days:
                     index.setdefault(day, []).append(topic_id)
             return {day: index[day] for day in sorted(index)}
+
+
+def _indexed(messages: list[StoredMessage]) -> tuple[list[StoredMessage], dict[str, int]]:
+    """Messages and each one's index among them (the first, should an id repeat)."""
+    positions: dict[str, int] = {}
+    for place, message in enumerate(messages):
+        positions.setdefault(message["id"], place)
+    return messages, positions
+
+
+def _days(messages: Sequence[StoredMessage], split_at: str) -> tuple[str, ...]:
+    """The days a part's messages count on, ascending (undated ones: the day of the split)."""
+    fallback = day_of(split_at)
+    days = {day_of(message.get("timestamp")) or fallback for message in messages}
+    return tuple(sorted(day for day in days if day is not None))
 
 
 def _message_time(message: StoredMessage) -> datetime:

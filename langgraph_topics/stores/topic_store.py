@@ -3,7 +3,8 @@
 Layout under ``root``::
 
     topics/<topic_id>.jsonl   # {"type": "topic", ...} header, then "message" and "brief" lines
-                              # (and a "merged" line once a review merged it into another)
+                              # (and a "merged" line once a review merged it into another,
+                              # a "subtopics" line once it was split: ``subtopics``)
     topics/archived/YYYY-MM/<topic_id>.json   # an archived topic's summary (archive_shelves)
     links.jsonl               # {"type": "link", "from": ..., "to": ..., "kind": ...} lines
 
@@ -44,6 +45,7 @@ from langgraph_topics.stores.seq_ranges import (
     normalize,
     with_range,
 )
+from langgraph_topics.stores.subtopics import SUBTOPICS, made_by_split
 from langgraph_topics.stores.topic_catalog import (
     Catalog,
     Entry,
@@ -303,6 +305,7 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
             self._topics[topic.meta["id"]] = topic
         for topic, ids in loaded:  # a merged topic's ids go to the topic it was merged into
             self._register_owners(self._owner(topic.meta["id"]), ids)
+        self._settle_splits()  # and a split topic's to its children
         for record in _read_records(self._links_path, repair=True):
             self._take_seq(record.get("seq"))
             if not self._visible(record):
@@ -402,7 +405,11 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         if kind == "topic" and topic is None:
             if record.get("id") != path.stem:
                 logger.warning("%s: header names topic %r", path, record.get("id"))
-            loading.topic = _Topic(meta=header_meta(path.stem, record, clock=_now), seq=seq)
+            loading.topic = _Topic(
+                meta=header_meta(path.stem, record, clock=_now),
+                seq=seq,
+                from_split=made_by_split(record),
+            )
             return
         if topic is None:
             logger.warning("%s: no readable topic header; rebuilding metadata", path)
@@ -414,6 +421,9 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
             topic.merged_into = merged_target(record)
             if topic.merged_into is None:
                 logger.warning("%s: skipping a merge record naming no topic", path)
+        elif kind == SUBTOPICS:
+            if not topic.take_split(record, seq):
+                logger.warning("%s: skipping an unreadable or second subtopics record", path)
         elif kind == "message":
             if line is None:
                 logger.warning("%s: skipping malformed message record", path)
@@ -543,8 +553,10 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
                     if record.get("type") != "message" or not self._visible(record):
                         continue
                     message = message_from_record(record)
-                    owner = self._owner(topic_id)
-                    if message is None or self._locations.get(message["id"]) != owner:
+                    # Only the copy the index placed: a split placed it in a child.
+                    if message is None or self._locations.get(message["id"]) != self._holder(
+                        topic_id, message["id"]
+                    ):
                         continue
                     when = (
                         parse_time(message.get("timestamp"))
