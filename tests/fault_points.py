@@ -50,6 +50,8 @@ THREAD = "t"
 SETTINGS = {"import": (500, 6), "chat": (400, 6), "concurrent": (400, 6)}
 """Budget and ``keep_recent`` of each scenario: small, so that both split several times."""
 SCENARIOS = ("import", "chat")
+SUBTOPIC_LIMIT_TOKENS = {"import": 300, "chat": 300, "concurrent": 300}
+"""Small, so that the import divides a topic into subtopics (and dies at its writes)."""
 PARALLEL = int(os.environ.get("FAULT_PARALLEL", "3"))
 """Runs forked at once (two cores, but the runs also wait on fsync)."""
 CHILD_SECONDS = 90
@@ -332,7 +334,11 @@ def open_memory(scenario: str, data_dir: Path) -> Any:
 
     budget, keep_recent = SETTINGS[scenario]
     settings = Settings(
-        data_dir=data_dir, budget_tokens=budget, keep_recent=keep_recent, lock_timeout_seconds=60
+        data_dir=data_dir,
+        budget_tokens=budget,
+        keep_recent=keep_recent,
+        lock_timeout_seconds=60,
+        subtopic_limit_tokens=SUBTOPIC_LIMIT_TOKENS[scenario],
     )
     embedder = HashEmbedder()
     return TopicMemory(settings=settings, roles=native_roles(embedder, settings), embedder=embedder)
@@ -507,7 +513,7 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
             ("chroma:set_status", 1, "before"),
             ("replace:topic-catalog", 1, "before"),
             ("replace:topic-catalog", 2, "after"),
-            # A split into subtopics, once the scenario makes one (left out until then; the
+            # A division into subtopics, should the chat make one (the import does; the
             # store's own campaign is in test_subtopic_store.py).
             ("append:topic-subtopics", 1, "before"),
             ("append:topic-subtopics", 1, "torn"),
@@ -526,6 +532,11 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
             ("append:topic-topic", 2, "before"),  # one new topic created, the other not yet
             ("append:topic-message", 2, "before"),  # one new topic filled, the other not yet
             ("after-split", 1, "before"),
+            # A topic of the import divided into subtopics: before its record, with the record
+            # torn, and with the index's re-key torn.
+            ("append:topic-subtopics", 1, "before"),
+            ("append:topic-subtopics", 1, "torn"),
+            ("append:retrieval-rekeyed.jsonl", 1, "torn"),
         ],
         "spread": 2,  # in the second and third import calls, after confirmed ones
     },
