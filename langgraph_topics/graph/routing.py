@@ -10,6 +10,7 @@ from langgraph.types import Send
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.schema import TopicState, TopicWindowTask
 from langgraph_topics.state.working_set import stored_view
+from langgraph_topics.subtopics.families import prior_families
 
 
 def after_estimate(state: TopicState) -> Literal["split", "recall_cue", "__end__"]:
@@ -54,19 +55,21 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
     unsplit = stored_view(state["messages"])
     thread_id = thread_id_of(runtime)
     round_ = state.get("activation_rounds", 0)
-    return [
-        Send(
-            "topic_window",
-            TopicWindowTask(
-                thread_id=thread_id,
-                topic_id=topic_id,
-                round=round_,
-                unsplit=unsplit,
-                store_ranges=state.get("store_ranges"),
-            ),
+    families = prior_families(state.get("topics") or {})
+    tasks = [
+        TopicWindowTask(
+            thread_id=thread_id,
+            topic_id=topic_id,
+            round=round_,
+            unsplit=unsplit,
+            store_ranges=state.get("store_ranges"),
         )
         for topic_id in pending
     ]
+    if families:
+        for task in tasks:
+            task["families"] = families
+    return [Send("topic_window", task) for task in tasks]
 
 
 def after_assemble(

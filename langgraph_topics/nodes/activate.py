@@ -21,6 +21,7 @@ from langgraph_topics.services import TopicContext, TopicServices, services_of, 
 from langgraph_topics.state.records import ActivationRequest, TurnEvent
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
+from langgraph_topics.subtopics.families import prior_families
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ def evidence_topics(
     """
     stores = services.branch_stores(thread_id, state)
     unsplit = unsplit_messages(stored_view(state["messages"]), stores.topic_store)
-    evidence = services.scorer.score(stores.message_index, query, unsplit)
+    families = prior_families(state.get("topics") or {})
+    evidence = services.scorer.score(stores.message_index, query, unsplit, families)
     found: dict[str, float] = {}
     for position in evidence.top(5 * k):
         topic_id = evidence.group_of(position)

@@ -43,6 +43,7 @@ from langgraph_topics.state.schema import TopicState
 from langgraph_topics.state.units import unit_in_store
 from langgraph_topics.state.working_set import located_in_topics, recent_messages, stored_view
 from langgraph_topics.stores.protocols import TopicStore
+from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.tokens import TokenCounter, message_tokens
 from langgraph_topics.workflow.records import ActivePath
 from langgraph_topics.workflow.render import fit_workflow_block, with_workflow_block
@@ -526,7 +527,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     working = stored_view(state["messages"])
     results = list((state.get("topic_results") or {}).values())
     wanted = [i for r in results for i in r["referenced_message_ids"]]
-    evidence = turn_evidence(services, stores, working)
+    evidence = turn_evidence(services, stores, working, prior_families(state.get("topics") or {}))
     # Back ends that score every message (the native one) already value a quote's neighbours
     # on their own; a model's references are completed with their unit partners.
     partners: dict[str, list[StoredMessage]] = {}

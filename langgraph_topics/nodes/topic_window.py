@@ -95,7 +95,7 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     )
     try:
         if isinstance(window, EvidenceTopicWindow):
-            evidence = turn_evidence(services, stores, task["unsplit"])
+            evidence = turn_evidence(services, stores, task["unsplit"], task.get("families") or {})
             verdict = window.evaluate_with_evidence(info, shown_topic, shown_unsplit, evidence)
         else:
             verdict = window.evaluate(info, shown_topic, shown_unsplit)

@@ -178,8 +178,18 @@ class EvidenceScorer:
         self._results: OrderedDict[tuple[object, ...], Evidence] = OrderedDict()
         self._lock = threading.Lock()
 
-    def score(self, index: MessageIndex, query: str, unsplit: Sequence[StoredMessage]) -> Evidence:
-        """Score the indexed messages and ``unsplit`` (in conversation order) for ``query``."""
+    def score(
+        self,
+        index: MessageIndex,
+        query: str,
+        unsplit: Sequence[StoredMessage],
+        families: Mapping[str, str] | None = None,
+    ) -> Evidence:
+        """Score the indexed messages and ``unsplit`` (in conversation order) for ``query``.
+
+        ``families`` maps subtopics to the topic they were divided from: the topic prior of
+        their messages is that topic's (``subtopics/families.py``).
+        """
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         # Tokens, not id(): an index freed after a dry run may leave its id to a new one.
         key = (
@@ -188,13 +198,14 @@ class EvidenceScorer:
             len(index),
             query,
             tuple((m["id"], m["content"]) for m in unsplit),
+            tuple(sorted(families.items())) if families else (),
         )
         with self._lock:
             found = self._results.get(key)
             if found is not None:
                 self._results.move_to_end(key)
                 return found
-            evidence = self._compute(index, query, unsplit)
+            evidence = self._compute(index, query, unsplit, families or {})
             self._results[key] = evidence
             # A few turns' worth: one per thread in flight (each holds a few arrays per message).
             while len(self._results) > 4:
@@ -202,7 +213,11 @@ class EvidenceScorer:
             return evidence
 
     def _compute(
-        self, index: MessageIndex, query: str, unsplit: Sequence[StoredMessage]
+        self,
+        index: MessageIndex,
+        query: str,
+        unsplit: Sequence[StoredMessage],
+        families: Mapping[str, str],
     ) -> Evidence:
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         snap = base.snapshot()
@@ -263,7 +278,10 @@ class EvidenceScorer:
             1 - self.dense_weight
         ) * _standard(lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
-        fused = fused + self.topic_weight * _group_prior(own, codes, len(names), rows=prior_rows)
+        family_codes, family_count = _family_codes(codes, names, families)
+        fused = fused + self.topic_weight * _group_prior(
+            own, family_codes, family_count, rows=prior_rows
+        )
         return Evidence(
             query=query,
             query_vector=query_vector,
@@ -335,6 +353,22 @@ def _best_neighbour(scores: Floats, stamps: Floats, gap: float) -> Floats:
     following[:-1] = np.where(together, scores[1:], -np.inf)
     best = np.maximum(previous, following)
     return np.where(np.isfinite(best), best, 0.0)
+
+
+def _family_codes(
+    codes: npt.NDArray[np.int64], names: Sequence[str], families: Mapping[str, str]
+) -> tuple[npt.NDArray[np.int64], int]:
+    """Each message's prior group: its topic's family (the root it was divided from), coded.
+
+    Without subtopics these are the topic codes themselves.
+    """
+    if not families:
+        return codes, len(names)
+    family_of: dict[str, int] = {}
+    remap = np.empty(len(names), dtype=np.int64)
+    for code, name in enumerate(names):
+        remap[code] = family_of.setdefault(families.get(name, name), len(family_of))
+    return remap[codes], len(family_of)
 
 
 def _group_prior(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langgraph_topics.retrieval.evidence import Evidence
 from langgraph_topics.roles.native.text import message_text
@@ -20,12 +20,16 @@ def question_of(working: Sequence[StoredMessage]) -> str:
 
 
 def turn_evidence(
-    services: TopicServices, stores: ThreadStores, working: Sequence[StoredMessage]
+    services: TopicServices,
+    stores: ThreadStores,
+    working: Sequence[StoredMessage],
+    families: Mapping[str, str],
 ) -> Evidence:
     """Score every message of the thread (split and unsplit) for this turn's question.
 
-    Every caller of one turn passes the same working set and the stores of its branch, so
-    the topic windows and the assembler share one computation.
+    Every caller of one turn passes the same working set, the stores of its branch and the
+    registry's subtopic families (``subtopics/families.py``), so the topic windows and the
+    assembler share one computation.
     """
     unsplit = unsplit_messages(working, stores.topic_store)
-    return services.scorer.score(stores.message_index, question_of(working), unsplit)
+    return services.scorer.score(stores.message_index, question_of(working), unsplit, families)

@@ -110,3 +110,5 @@ class TopicWindowTask(TypedDict):
     """The branch's topic-store records (see ``TopicState.store_ranges``)."""
     unsplit: list[StoredMessage]
     """The messages the topic is read against (the unsplit ones, the new message last)."""
+    families: NotRequired[dict[str, str]]
+    """Subtopics mapped to the topic they were divided from (their evidence prior's group)."""
