@@ -26,7 +26,12 @@ import numpy as np
 import numpy.typing as npt
 
 from langgraph_topics.roles.native.vectors import Matrix
-from langgraph_topics.stores.durable import append_durably, replace_durably, truncate_durably
+from langgraph_topics.stores.durable import (
+    append_durably,
+    remove_file,
+    replace_durably,
+    truncate_durably,
+)
 
 log = logging.getLogger(__name__)
 
@@ -165,4 +170,4 @@ class ProjectionFiles:
     def reset(self) -> None:
         """Delete the files (the index is rebuilt)."""
         for name in (AXES_FILE, SHADOWS_FILE):
-            (self.root / name).unlink(missing_ok=True)
+            remove_file(self.root / name)
