@@ -183,9 +183,7 @@ class BM25:
                 out[weighted[0]] += weighted[1]
         return out
 
-    def _weighted(
-        self, term: str
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+    def _weighted(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
         """The documents holding ``term`` and its score in each, kept until a document joins.
 
         A thread's questions share most of their words, and between two splits the index
