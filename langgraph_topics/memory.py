@@ -54,7 +54,7 @@ from langgraph_topics.state.review import ReviewInput, ReviewRequest
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.advisory_locks import AdvisoryThreadLocks
 from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, stored_head
-from langgraph_topics.stores.checkpoint_retention import prune_checkpoints
+from langgraph_topics.stores.checkpoint_retention import Retention, prune_checkpoints
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.pending_writes import has_pending_writes
 from langgraph_topics.stores.postgres_profile import (
@@ -168,7 +168,9 @@ class TopicMemory:
         keep_checkpoints: int = KEEP_CHECKPOINTS,
     ) -> None:
         self.keep_checkpoints = keep_checkpoints
-        """Checkpoints each thread keeps (older ones are deleted after every turn; 0 keeps all)."""
+        """Checkpoints each thread keeps (older ones are deleted every few turns, see
+        ``checkpoint_retention``; 0 keeps all)."""
+        self._retention = Retention()
         self._profile: PostgresProfile | None = None
         """The ``postgres`` profile's pool, saver and store (None: embedded)."""
         if services is not None:  # fully wired by the caller: its settings rule
@@ -322,7 +324,7 @@ class TopicMemory:
                     durability=DURABILITY,
                 ),
             )
-            prune_checkpoints(self.checkpointer, thread_id, self.keep_checkpoints)
+            self._retention.after_turn(self.checkpointer, thread_id, self.keep_checkpoints)
             return result
 
     def resume(self, thread_id: str) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from langgraph_topics.retrieval.message_index import (
     open_message_index,
 )
 from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.runtime_protocols import is_branched
 from langgraph_topics.settings import (
     MODEL_RUN_SETTINGS,
     RUN_SETTING_NAMES,
@@ -44,7 +45,6 @@ from langgraph_topics.stores.namespace_store import (
 )
 from langgraph_topics.stores.overlay import OverlayTopicIndex, OverlayTopicStore
 from langgraph_topics.stores.protocols import (
-    BranchedTopicStore,
     Embedder,
     TopicIndex,
     TopicStore,
@@ -222,11 +222,7 @@ class TopicServices:
                 self._stores[thread_id] = self.open_stores(thread_id)
             current = self._stores[thread_id]
             store = current.topic_store
-            if (
-                ranges is not None
-                and isinstance(store, BranchedTopicStore)
-                and store.visible_ranges() != ranges
-            ):
+            if ranges is not None and is_branched(store) and store.visible_ranges() != ranges:
                 # Another branch (a fork, a time travel) or a write its checkpoint never
                 # recorded (a crash): read the files again as this branch sees them.
                 current = replace(current, topic_store=store.on_branch(ranges))

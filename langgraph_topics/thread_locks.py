@@ -14,14 +14,15 @@ Two ``fcntl.flock`` locks per thread, on files in the thread's directory
     most, never for a whole import.
 
 The JSONL topic store and the message index answer from views loaded when they were opened.
-Each time the file lock is taken, the thread's files are compared with how this process left
-them when it last released the lock; if another process wrote in between, the cached stores are
-dropped and re-opened from disk. Threads never wait for each other.
+Each time the file lock is taken, the thread's generation marker (``.generation``, see
+``stores/thread_generation``: every process replaces it before it first writes the thread's
+stores in a hold) is compared with the token this process knew when it last released the lock;
+if another process wrote in between, the cached stores are dropped and re-opened from disk.
+One small read per hold, whatever the number of topic files. Threads never wait for each other.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from langgraph_topics.errors import ThreadBusyError
 from langgraph_topics.services import TopicServices, thread_directory_name
 from langgraph_topics.stores.file_lock import FileLock
 from langgraph_topics.stores.reentrant_lock import ReentrantLock
+from langgraph_topics.stores.thread_generation import begin_hold, end_hold
 
 WRITER_LOCK_FILE = ".lock"
 FILES_LOCK_FILE = ".files.lock"
@@ -40,33 +42,13 @@ FILES_LOCK_FILE = ".files.lock"
 LockKind = Literal["writer", "files"]
 LOCK_FILES: dict[LockKind, str] = {"writer": WRITER_LOCK_FILE, "files": FILES_LOCK_FILE}
 
-Fingerprint = tuple[tuple[str, int, int, int], ...]
-"""Path, size, modification time and inode of every file of a thread's stores."""
+UNKNOWN_TOKEN = ""
+"""What ``_seen`` holds when the marker's token was unknown: never equal to a real token."""
 
 
 def thread_directory(data_dir: Path, thread_id: str) -> Path:
     """The directory holding a thread's topic files, retrieval index and lock files."""
     return Path(data_dir) / "threads" / thread_directory_name(thread_id)
-
-
-def fingerprint(directory: Path) -> Fingerprint:
-    """What the files under ``directory`` look like now (lock files left out).
-
-    The stores only ever append, rewrite whole files or truncate a torn tail, and each of
-    these changes a file's size, modification time or inode.
-    """
-    entries: list[tuple[str, int, int, int]] = []
-    for root, _, names in os.walk(directory):
-        for name in names:
-            if name in (WRITER_LOCK_FILE, FILES_LOCK_FILE):
-                continue
-            path = os.path.join(root, name)
-            try:
-                stat = os.stat(path)
-            except FileNotFoundError:  # a scratch file replaced meanwhile
-                continue
-            entries.append((path, stat.st_size, stat.st_mtime_ns, stat.st_ino))
-    return tuple(sorted(entries))
 
 
 class ThreadLocking(Protocol):
@@ -169,8 +151,8 @@ class ThreadLocks(ThreadLockPair):
     def __init__(self, services: TopicServices, timeout_seconds: float) -> None:
         super().__init__(services, timeout_seconds)
         self._locks: dict[Path, FileLock] = {}
-        self._seen: dict[str, Fingerprint] = {}
-        """How each thread's files looked when this process last released its file lock."""
+        self._seen: dict[str, str] = {}
+        """The marker's token when this process last released each thread's file lock."""
         self._mutex = threading.Lock()
 
     def directory(self, thread_id: str) -> Path:
@@ -181,16 +163,22 @@ class ThreadLocks(ThreadLockPair):
         """Nothing to close: a lock file is opened for each hold only."""
 
     def _refresh(self, thread_id: str) -> None:
-        """Drop the cached stores if the files changed since this process last held the lock.
+        """Drop the cached stores if another process wrote since this one last held the lock.
 
-        Stores opened without the lock (no fingerprint was taken) are trusted as they are.
+        Stores opened without the lock (no token was noted yet) are trusted as they are.
         """
-        seen = self._seen.get(thread_id)
-        if seen is not None and seen != fingerprint(self.directory(thread_id)):
-            self.services.forget_stores(thread_id)
+        directory = self.directory(thread_id)
+        token = begin_hold(directory)
+        try:
+            seen = self._seen.get(thread_id)
+            if seen is not None and (token is None or token != seen):
+                self.services.forget_stores(thread_id)
+        except BaseException:
+            end_hold(directory)
+            raise
 
     def _remember(self, thread_id: str) -> None:
-        self._seen[thread_id] = fingerprint(self.directory(thread_id))
+        self._seen[thread_id] = end_hold(self.directory(thread_id)) or UNKNOWN_TOKEN
 
     def _lock(self, thread_id: str, kind: LockKind) -> FileLock:
         path = self.directory(thread_id) / LOCK_FILES[kind]

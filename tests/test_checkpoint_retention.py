@@ -48,3 +48,20 @@ def test_each_turn_writes_one_checkpoint_and_old_ones_are_pruned(tmp_path: Path)
         ids = [m["id"] for m in memory.transcript("t")]
         assert len(ids) == len(set(ids)) == 4 + len(records) + 8  # both memories, q and a
         assert _checkpoints(tmp_path, "other") == 0
+
+
+def test_pruning_every_few_turns_keeps_the_count_within_a_tenth_over_keep(
+    tmp_path: Path,
+) -> None:
+    counts = []
+    with _memory(tmp_path, keep_checkpoints=20) as memory:
+        for n in range(30):
+            memory.chat("t", f"question {n} about the sourdough starter")
+            counts.append(_checkpoints(tmp_path, "t"))
+        assert memory.check("t").ok
+    assert counts[:20] == list(range(1, 21))
+    assert all(20 <= count <= 22 for count in counts[20:]), counts
+    assert counts.count(20) < 10, "a prune every turn: not amortised"
+    with _memory(tmp_path, keep_checkpoints=20) as memory:  # a new process prunes at once
+        memory.chat("t", "one more")
+        assert _checkpoints(tmp_path, "t") == 20

@@ -132,3 +132,35 @@ def test_the_topics_table_is_a_tree_with_subtree_counts() -> None:
         (0, "loop"),
     ]
     assert subtree_messages(rows) == {"p": 42, "other": 4, "c1": 30, "c2": 12, "g1": 12, "loop": 1}
+
+
+def test_subtopics_share_their_roots_evidence_prior() -> None:
+    from langgraph_topics.bench.fakes import HashEmbedder
+    from langgraph_topics.retrieval.evidence import EvidenceScorer
+    from langgraph_topics.retrieval.message_index import MessageIndex
+    from langgraph_topics.subtopics.families import prior_families
+
+    embedder = HashEmbedder()
+    texts = ["the ryokan near Gion", "an onsen bath", "Fushimi Inari at dawn", "temple lanes"]
+    texts += ["stock dividends", "P/E ratio of a value stock"]
+    messages: list[StoredMessage] = [
+        {"id": f"m{n}", "role": "user", "content": text} for n, text in enumerate(texts)
+    ]
+    whole, divided = MessageIndex(None, embedder), MessageIndex(None, embedder)
+    whole.add(messages, ["trip"] * 4 + ["stocks"] * 2)
+    divided.add(messages, ["hotels", "hotels", "temples", "temples", "stocks", "stocks"])
+    registry = {
+        "trip": _record("trip", "split", ["hotels", "temples"]),
+        "hotels": {**_record("hotels", "active"), "parent_id": "trip"},
+        "temples": {**_record("temples", "active"), "parent_id": "trip"},
+        "stocks": _record("stocks", "active"),
+    }
+    families = prior_families(registry)
+    assert families == {"hotels": "trip", "temples": "trip"}
+    query = "Which ryokan near Gion had the onsen?"
+    before = EvidenceScorer(embedder).score(whole, query, [])
+    after = EvidenceScorer(embedder).score(divided, query, [], families)
+    assert np.allclose(before.score, after.score)
+    # Without the families the temples' messages lose the trip's prior.
+    alone = EvidenceScorer(embedder).score(divided, query, [])
+    assert alone.score[2] < after.score[2]

@@ -66,7 +66,9 @@ def write_pending(path: Path, text: str) -> PendingLine:
         token=uuid.uuid4().hex,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    replace_durably(path, json.dumps(asdict(entry), ensure_ascii=False).encode("utf-8"))
+    replace_durably(
+        path, json.dumps(asdict(entry), ensure_ascii=False).encode("utf-8"), cached=False
+    )
     return entry
 
 

@@ -29,7 +29,7 @@ from langgraph_topics.prompts.main_window import (
 )
 from langgraph_topics.retrieval.evidence import Evidence
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
-from langgraph_topics.roles.protocols import EvidenceTopicWindow
+from langgraph_topics.runtime_protocols import uses_evidence
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import (
     AssembledContext,
@@ -531,7 +531,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     # Back ends that score every message (the native one) already value a quote's neighbours
     # on their own; a model's references are completed with their unit partners.
     partners: dict[str, list[StoredMessage]] = {}
-    if not isinstance(services.roles.topic_window, EvidenceTopicWindow):
+    if not uses_evidence(services.roles.topic_window):
         partners = _unit_partners(results, store)
     lookup = store.get_messages(wanted)
     exchanges: dict[str, list[StoredMessage]] = {}

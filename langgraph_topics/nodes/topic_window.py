@@ -14,8 +14,9 @@ from langgraph_topics.namespace.policy import NamespacePolicy
 from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
-from langgraph_topics.roles.protocols import EvidenceTopicWindow, TopicVerdict
+from langgraph_topics.roles.protocols import TopicVerdict
 from langgraph_topics.roles.topic_info import topic_info
+from langgraph_topics.runtime_protocols import uses_evidence
 from langgraph_topics.services import TopicContext, branch_ranges, services_of
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowTask
@@ -94,7 +95,7 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
         for messages in (topic_messages, task["unsplit"])
     )
     try:
-        if isinstance(window, EvidenceTopicWindow):
+        if uses_evidence(window):
             evidence = turn_evidence(services, stores, task["unsplit"], task.get("families") or {})
             verdict = window.evaluate_with_evidence(info, shown_topic, shown_unsplit, evidence)
         else:

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
+
+WEIGHT_CACHE_VALUES = 2_000_000
+"""Per-term weights kept between queries, in values (16 MB), least recently used dropped."""
 
 _WORD = re.compile(r"[^\W_]+")
 _CJK_CHAR = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -91,6 +95,12 @@ class BM25:
         self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
         """The postings as arrays, rebuilt for a term only when it gained documents."""
         self._norm_cache: npt.NDArray[np.float64] | None = None
+        self._weights: OrderedDict[
+            str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]]
+        ] = OrderedDict()
+        """Per term: the document count they were computed at, its documents, its weights."""
+        self._weighted_values = 0
+        self._weights_lock = threading.Lock()
         for document in documents:
             self.add(document)
 
@@ -167,14 +177,41 @@ class BM25:
     def scores(self, query: Sequence[str]) -> npt.NDArray[np.float64]:
         """The BM25 score of every document for the query tokens (repeats count again)."""
         out = np.zeros(self.count, dtype=np.float64)
-        norm = self._norm()
         for term in query:
-            arrays = self._term_arrays(term)
-            if arrays is None:
-                continue
-            indices, tf = arrays
-            out[indices] += self.idf(term) * tf * (self.k1 + 1) / (tf + norm[indices])
+            weighted = self._weighted(term)
+            if weighted is not None:
+                out[weighted[0]] += weighted[1]
         return out
+
+    def _weighted(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The documents holding ``term`` and its score in each, kept until a document joins.
+
+        A thread's questions share most of their words, and between two splits the index
+        does not change: each turn would compute the same weights again.
+        """
+        with self._weights_lock:
+            known = self._weights.get(term)
+            if known is not None and known[0] == self.count:
+                self._weights.move_to_end(term)
+                return known[1], known[2]
+        arrays = self._term_arrays(term)
+        if arrays is None:
+            return None
+        indices, tf = arrays
+        count, norm = self.count, self._norm()
+        weights = self.idf(term) * tf * (self.k1 + 1) / (tf + norm[indices])
+        with self._weights_lock:
+            if self.count != count:  # a document joined meanwhile: these may be stale
+                return indices, weights
+            previous = self._weights.pop(term, None)
+            if previous is not None:
+                self._weighted_values -= len(previous[2])
+            self._weights[term] = (count, indices, weights)
+            self._weighted_values += len(weights)
+            while self._weighted_values > WEIGHT_CACHE_VALUES and len(self._weights) > 1:
+                _, (_, _, dropped) = self._weights.popitem(last=False)
+                self._weighted_values -= len(dropped)
+        return indices, weights
 
     def _term_arrays(
         self, term: str

@@ -38,6 +38,7 @@ from langgraph_topics.retrieval.message_index import (
     Snapshot,
     message_time,
 )
+from langgraph_topics.retrieval.row_dots import row_dots
 from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import VectorCache
 from langgraph_topics.state.records import StoredMessage
@@ -262,7 +263,7 @@ class EvidenceScorer:
             extra_rows = np.arange(base_count, base_count + len(extra_ids), dtype=np.int64)
             prior_rows = np.concatenate([exact_rows, extra_rows])
         elif len(snap.vectors):
-            dense_base = (snap.vectors @ query_vector).astype(np.float64)
+            dense_base = row_dots(snap.vectors, query_vector).astype(np.float64)
         else:
             dense_base = np.zeros(0)
         parts: list[Floats] = [dense_base]
@@ -318,7 +319,7 @@ def _first_pass(
     chosen = np.unique(np.concatenate(picks))
     rows = np.unique(np.concatenate([chosen - 1, chosen, chosen + 1]))
     rows = rows[(rows >= 0) & (rows < count)]
-    dense[rows] = snap.vectors[rows] @ query_vector
+    dense[rows] = row_dots(snap.vectors[rows], query_vector)
     return dense, rows, snap.projection.cosine_statistics(query_vector)
 
 

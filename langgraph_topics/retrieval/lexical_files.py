@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from langgraph_topics.stores.durable import append_durably, truncate_durably
+from langgraph_topics.stores.durable import append_durably, remove_file, truncate_durably
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class LexicalFiles:
         self.term_id = {}
         self._lexicon_read = True
         for name in FILES:
-            (self.root / name).unlink(missing_ok=True)
+            remove_file(self.root / name)
 
 
 def _read(path: Path) -> bytes:

@@ -44,7 +44,12 @@ from langgraph_topics.retrieval.projection import LARGE_INDEX, Projection, Proje
 from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.state.records import StoredMessage
-from langgraph_topics.stores.durable import append_durably, replace_durably, truncate_durably
+from langgraph_topics.stores.durable import (
+    append_durably,
+    remove_file,
+    replace_durably,
+    truncate_durably,
+)
 from langgraph_topics.stores.jsonl_lines import decode_lines
 from langgraph_topics.stores.protocols import Embedder, TopicStore
 
@@ -256,7 +261,7 @@ class MessageIndex:
             self._lexical_files.reset()
             if self._projection_files is not None:
                 self._projection_files.reset()
-            (self.root / REKEYED_FILE).unlink(missing_ok=True)
+            remove_file(self.root / REKEYED_FILE)
             meta = {"dim": int(vectors.shape[1]), "embedder": embedder_name(self.embedder)}
             replace_durably(meta_path, json.dumps(meta).encode("utf-8"))
         append_durably(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
@@ -434,7 +439,7 @@ class MessageIndex:
     def _reset_files(self) -> None:
         assert self.root is not None
         for name in (META_FILE, VECTORS_FILE, ENTRIES_FILE, REKEYED_FILE):
-            (self.root / name).unlink(missing_ok=True)
+            remove_file(self.root / name)
         if self._lexical_files is not None:
             self._lexical_files.reset()
         if self._projection_files is not None:

@@ -25,8 +25,14 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from langgraph_topics.retrieval.row_dots import row_dots
 from langgraph_topics.roles.native.vectors import Matrix
-from langgraph_topics.stores.durable import append_durably, replace_durably, truncate_durably
+from langgraph_topics.stores.durable import (
+    append_durably,
+    remove_file,
+    replace_durably,
+    truncate_durably,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +109,7 @@ class Projection:
     def similarities(self, query: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
         """Every row's approximate dot product with ``query`` (exact on the axes' span)."""
         along = self.axes.T @ query
-        return (self.shadows @ along).astype(np.float64) + float(self.mean @ query)
+        return row_dots(self.shadows, along).astype(np.float64) + float(self.mean @ query)
 
 
 def _sample(vectors: Matrix) -> Matrix:
@@ -165,4 +171,4 @@ class ProjectionFiles:
     def reset(self) -> None:
         """Delete the files (the index is rebuilt)."""
         for name in (AXES_FILE, SHADOWS_FILE):
-            (self.root / name).unlink(missing_ok=True)
+            remove_file(self.root / name)

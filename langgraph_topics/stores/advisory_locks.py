@@ -11,9 +11,9 @@ process dies, its connections close and the server frees its locks: a killed wor
 leaves a thread locked. Taking a lock polls ``pg_try_advisory_lock`` until the timeout.
 
 Refresh: a worker's stores answer from views loaded when they were opened. Where the file locks
-compare file fingerprints, these compare the shared topic store's high-water sequence number
-(``head``) with what this process saw when it last released the files lock; if another worker
-wrote in between, the cached stores are dropped and re-opened.
+compare the thread directory's generation marker, these compare the shared topic store's
+high-water sequence number (``head``) with what this process saw when it last released the
+files lock; if another worker wrote in between, the cached stores are dropped and re-opened.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any, Protocol, cast
 from langgraph.store.base import BaseStore
 
 from langgraph_topics.state.records import ArchivedTopic
-from langgraph_topics.stores.durable import fsync_directory, replace_durably
+from langgraph_topics.stores.durable import fsync_directory, remove_file, replace_durably
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class FileArchiveShelf:
         replace_durably(path, json.dumps(entry, ensure_ascii=False, indent=1).encode("utf-8"))
         for other in self._paths(entry["topic_id"]):
             if other != path:
-                other.unlink(missing_ok=True)
+                remove_file(other)
 
     def get(self, topic_id: str) -> ArchivedTopic | None:
         """The newest filing of a topic, or None."""
@@ -111,7 +111,7 @@ class FileArchiveShelf:
     def drop(self, topic_id: str) -> None:
         """Take a topic's filings off the shelf (a restored topic)."""
         for path in self._paths(topic_id):
-            path.unlink(missing_ok=True)
+            remove_file(path)
 
     def _paths(self, topic_id: str) -> list[Path]:
         if not self.root.is_dir():

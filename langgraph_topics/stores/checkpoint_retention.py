@@ -1,10 +1,13 @@
 """Checkpoint retention: a thread keeps its newest checkpoints.
 
 Disk then grows with the messages (the topic files), not with turns times the working set.
+A turn does not prune: every ``keep // 10 + 1``-th turn of a thread in a process does
+(``Retention``), so a thread holds between ``keep`` and ``keep + keep // 10`` checkpoints.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -44,6 +47,40 @@ AND NOT EXISTS (
     AND c.checkpoint -> 'channel_versions' ->> freed.channel = freed.version
 )
 """
+
+
+SLACK_SHARE = 10
+"""Between two prunes a thread gains up to ``keep // SLACK_SHARE`` checkpoints over ``keep``."""
+
+
+class Retention:
+    """Prunes each thread's checkpoints once every few turns of this process.
+
+    Pruning after every turn costs a scan of the thread's checkpoints for one row; letting
+    ``keep // SLACK_SHARE`` turns pass deletes that many at once. A thread's first turn in a
+    process always prunes (what other processes left is not known here).
+    """
+
+    def __init__(self) -> None:
+        self._since: dict[str, int] = {}
+        """Per thread, the turns since this process last pruned it."""
+        self._lock = threading.Lock()
+
+    def after_turn(self, saver: BaseCheckpointSaver[Any], thread_id: str, keep: int) -> int:
+        """Count one turn of ``thread_id``; prune when enough turns passed (see the class).
+
+        Returns:
+            How many checkpoints were deleted.
+        """
+        if keep <= 0:
+            return 0
+        with self._lock:
+            since = self._since.get(thread_id)
+            if since is not None and since < keep // SLACK_SHARE:
+                self._since[thread_id] = since + 1
+                return 0
+            self._since[thread_id] = 0
+        return prune_checkpoints(saver, thread_id, keep)
 
 
 def prune_checkpoints(saver: BaseCheckpointSaver[Any], thread_id: str, keep: int) -> int:

@@ -2,12 +2,18 @@
 
 Every store of this package is append-only (topic files, links, the retrieval index), so one
 crash-safe append serves them all.
+
+Each helper first replaces the generation marker of the thread directory it writes under
+(``thread_generation``), so that other processes re-open their cached stores; files that no
+store caches (``cached=False``) leave it alone.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from langgraph_topics.stores.thread_generation import note_write
 
 
 def fsync_directory(path: Path) -> None:
@@ -30,6 +36,7 @@ def append_durably(path: Path, data: bytes) -> None:
     On a failed write (disk full…) the partial bytes are cut off again: left in place, they
     would glue themselves onto the next append and corrupt a line that is not the last one.
     """
+    note_write(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         start = os.fstat(fd).st_size
@@ -46,12 +53,15 @@ def append_durably(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def replace_durably(path: Path, data: bytes) -> None:
+def replace_durably(path: Path, data: bytes, *, cached: bool = True) -> None:
     """Replace a small file whole.
 
     A reader, or the next process after a crash, finds the old content or the new one, never
-    a mix.
+    a mix. ``cached=False``: no store caches the file (the CLI's pending line), so other
+    processes need not re-open anything.
     """
+    if cached:
+        note_write(path)
     scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with scratch.open("wb") as handle:
         handle.write(data)
@@ -63,7 +73,14 @@ def replace_durably(path: Path, data: bytes) -> None:
 
 def truncate_durably(path: Path, size: int) -> None:
     """Cut a file back to ``size`` bytes (a torn or uncommitted tail) and flush it to disk."""
+    note_write(path)
     with path.open("r+b") as handle:
         handle.truncate(size)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def remove_file(path: Path) -> None:
+    """Delete a file if it is there (a store rebuilt from scratch, an entry taken back)."""
+    note_write(path)
+    path.unlink(missing_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from langgraph_topics.tuning.role_stats import CallRecord, role_totals
 log = logging.getLogger(__name__)
 
 TUNING_FILE = "tuning.jsonl"
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
 
 def tuning_log_path(data_dir: Path, thread_directory: str) -> Path:
@@ -86,11 +88,25 @@ def tuning_line(
 
 
 def append_line(path: Path, line: Mapping[str, Any]) -> None:
-    """Append one line; a failing disk is logged, never allowed to fail the turn."""
+    """Append one line; a failing disk is logged, never allowed to fail the turn.
+
+    One ``write`` of the whole line on a descriptor opened for appending (as the file object
+    did on closing), opened anew each time so that a log moved away is started again; the
+    directory is made only when missing. No line is held back between turns.
+    """
+    data = (json.dumps(line, ensure_ascii=False, default=str) + "\n").encode("utf-8")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+        try:
+            fd = os.open(path, _APPEND, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, _APPEND, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
     except OSError:
         log.exception("could not append to the tuning log %s", path)
 

@@ -1,0 +1,31 @@
+"""The tuning log's append: whole lines, a moved-away log started again, a bad disk only logged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from langgraph_topics.tuning.log import append_line, read_tuning_log
+
+
+def test_lines_are_appended_whole_and_the_directory_is_made(tmp_path: Path) -> None:
+    path = tmp_path / "threads" / "t" / "tuning.jsonl"
+    append_line(path, {"turn": 1, "name": "普通话 ✓"})
+    append_line(path, {"turn": 2, "when": tmp_path})  # not JSON: written as its str()
+    assert read_tuning_log(path) == [
+        {"turn": 1, "name": "普通话 ✓"},
+        {"turn": 2, "when": str(tmp_path)},
+    ]
+    path.rename(tmp_path / "rotated.jsonl")
+    append_line(path, {"turn": 3})
+    assert read_tuning_log(path) == [{"turn": 3}]
+    assert len(read_tuning_log(tmp_path / "rotated.jsonl")) == 2
+
+
+def test_a_log_that_cannot_be_written_fails_no_turn(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "file").write_text("", "utf-8")
+    append_line(tmp_path / "file" / "tuning.jsonl", {"turn": 1})  # its directory is a file
+    assert "could not append to the tuning log" in caplog.text
