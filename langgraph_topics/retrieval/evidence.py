@@ -279,10 +279,14 @@ class EvidenceScorer:
             1 - self.dense_weight
         ) * _standard(lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
-        family_codes, family_count = _family_codes(codes, names, families)
-        fused = fused + self.topic_weight * _group_prior(
-            own, family_codes, family_count, rows=prior_rows
-        )
+        prior = _group_prior(own, codes, len(names), rows=prior_rows)
+        if families:
+            # A subtopic's prior is half its own group's and half its family's: the family's
+            # keeps its messages level with the unsplit ones, its own tells its siblings apart.
+            family_codes, family_count = _family_codes(codes, names, families)
+            family = _group_prior(own, family_codes, family_count, rows=prior_rows)
+            prior = SUBTOPIC_PRIOR_SHARE * prior + (1 - SUBTOPIC_PRIOR_SHARE) * family
+        fused = fused + self.topic_weight * prior
         return Evidence(
             query=query,
             query_vector=query_vector,
@@ -354,6 +358,10 @@ def _best_neighbour(scores: Floats, stamps: Floats, gap: float) -> Floats:
     following[:-1] = np.where(together, scores[1:], -np.inf)
     best = np.maximum(previous, following)
     return np.where(np.isfinite(best), best, 0.0)
+
+
+SUBTOPIC_PRIOR_SHARE = 0.5
+"""The share of a subtopic's own group in its prior; its family (the root) has the rest."""
 
 
 def _family_codes(
