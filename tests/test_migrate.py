@@ -118,7 +118,8 @@ def test_migrated_threads_keep_history_topics_and_context(
         report = target.check(thread_id)
         assert report.ok, report.findings
     assert len(source.topics(LOCOMO)) >= 5
-    assert len(_history(source, LOCOMO)) == 100  # the retention limit of the embedded memory
+    # The retention limit of the embedded memory: 100 kept, pruned every 11 turns.
+    assert 100 <= len(_history(source, LOCOMO)) <= 110
     # The retrieval cache was built on this machine by the migration: opening it embeds nothing.
     cache = migration.cache_dir / "threads"
     assert any(
