@@ -9,7 +9,9 @@ message, for a query:
 2. plus ``0.3 ×`` the better of its two neighbours' scores (same sitting: at most 30 minutes
    apart): a short reply ("Yes, last Friday!") is evidence when the turn it answers is;
 3. plus ``0.3 ×`` the mean of the three best scores of its topic: the topic's relevance is a
-   prior on its messages (for the unsplit messages, their region counts as one group).
+   prior on its messages (for the unsplit messages, their region counts as one group; for a
+   subtopic, half its own group's and half the topic it was divided from, see
+   ``subtopics/families.py``).
 
 On the LoCoMo dev conversations the last two steps add about 0.08 evidence recall at 2,000
 tokens to the first alone (``benchmarks/README.md``, "How the evidence score was chosen").

@@ -1,9 +1,11 @@
 """Which undivided topic each subtopic comes from: the evidence score's topic prior reads these.
 
 The prior on a message is the strength of its topic's best messages (``retrieval/evidence``).
-Dividing a topic must not change what the conversation's subjects are worth: a subtopic that
-holds none of the best messages would otherwise drag its messages below the unsplit ones, and
-the window would quote less of what the topic holds. So subtopics share their root's prior.
+On its subtopic alone, a subtopic holding none of a large topic's best messages would drop its
+messages below the unsplit ones, and at large budgets the window would quote less of what the
+topic holds (0.944 against 0.948 evidence recall at 8,000 tokens); on its root alone, siblings
+could no longer be told apart (0.792 against 0.807 at 2,000). A subtopic's prior is therefore
+half its own and half its root's (``evidence.SUBTOPIC_PRIOR_SHARE``).
 """
 
 from __future__ import annotations
