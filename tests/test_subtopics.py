@@ -175,3 +175,27 @@ def test_locomo_at_8000_tokens_keeps_every_topic_under_a_quarter(tmp_path: Path)
         assert largest <= total / 4, f"a topic holds {largest} of {total} messages"
         assert any(t["status"] == "split" for t in topics)
         assert memory.check("conv-26").ok
+
+
+def test_a_failed_follow_up_write_still_registers_the_division(
+    memory: TopicMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thread = "trip"
+    index = memory.services.stores(thread).topic_index
+    upsert = index.upsert
+
+    def failing(topic_id: str, name: str, brief: str, *, status: str) -> None:
+        if status == "split":
+            raise OSError("disk full")
+        upsert(topic_id, name, brief, status=status)
+
+    monkeypatch.setattr(index, "upsert", failing)
+    memory.import_messages(thread, kyoto_history())
+    registry = memory.state(thread)["topics"]
+    store = memory.services.stores(thread).topic_store
+    for parent_id, record in divided(memory, thread).items():
+        # The store holds the division: the registry follows it, whatever failed after.
+        assert store.children(parent_id) == record["children"]
+        assert all(registry[child]["parent_id"] == parent_id for child in record["children"])
+    assert divided(memory, thread)
+    assert memory.check(thread).ok

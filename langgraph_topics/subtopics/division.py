@@ -20,7 +20,14 @@ from langgraph_topics.roles.native.text import indexed_text, truncate_utf8
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.roles.protocols import TopicInfo
 from langgraph_topics.services import ThreadStores, TopicServices
-from langgraph_topics.state.records import StoredMessage, SubtopicPart, TopicRecord, TurnEvent
+from langgraph_topics.state.records import (
+    StoredMessage,
+    SubtopicPart,
+    TopicMeta,
+    TopicRecord,
+    TopicStatus,
+    TurnEvent,
+)
 from langgraph_topics.state.units import group_units
 from langgraph_topics.stores.protocols import Embedder, SplittableTopicStore
 from langgraph_topics.subtopics.proposals import proposed_parts
@@ -37,7 +44,8 @@ class Division:
 
     records: dict[str, TopicRecord]
     """The parent's new registry record and its children's, by id."""
-    event: TurnEvent
+    events: list[TurnEvent]
+    """The division, and what of its follow-up writes failed (``degraded``)."""
 
 
 def divide_topic(
@@ -90,22 +98,28 @@ def divide_topic(
     specs, cards = _named_parts(services, record, meta["file"], parts, given)
     created_at = parts[0][0].get("timestamp")
     child_ids = store.split_topic(topic_id, specs, created_at=created_at)
-    for child_id, spec, card in zip(child_ids, specs, cards, strict=True):
-        if card is not None:
-            store.set_brief(child_id, spec["name"], spec["brief"], card=card)
-    stores.message_index.level_with(
-        {
-            message_id: child
-            for child, spec in zip(child_ids, specs, strict=True)
-            for message_id in spec["message_ids"]
-        }
-    )
-    parent_brief = _parent_brief(meta["brief"], specs, services.settings.brief_bytes)
-    store.set_brief(topic_id, meta["name"], parent_brief)
     status = record["status"]
-    for child_id, spec in zip(child_ids, specs, strict=True):
-        stores.topic_index.upsert(child_id, spec["name"], spec["brief"], status=status)
-    stores.topic_index.upsert(topic_id, meta["name"], parent_brief, status="split")
+    events: list[TurnEvent] = [
+        {
+            "kind": "subtopics",
+            "topic_ids": [topic_id, *child_ids],
+            "detail": f"{meta['name']} divided into {len(child_ids)} subtopics ({reason})",
+        }
+    ]
+    try:
+        _follow_up(stores, topic_id, meta, status, child_ids, specs, cards, services)
+    except Exception as error:
+        # The division itself is stored: the registry must follow it. What failed here is
+        # derived data, which the next open mends (the message index levels with the store,
+        # the topic index catches up with the briefs).
+        log_degraded(log, f"subtopics of {topic_id} made, but a follow-up write failed", error)
+        events.append(
+            {
+                "kind": "degraded",
+                "topic_ids": [topic_id],
+                "detail": f"subtopics of {topic_id}: briefs or indexes not written: {error}",
+            }
+        )
     records: dict[str, TopicRecord] = {}
     for child_id, spec in zip(child_ids, specs, strict=True):
         child_meta = store.meta(child_id)
@@ -127,12 +141,36 @@ def divide_topic(
     }
     parent.pop("low_rounds", None)
     records[topic_id] = parent
-    event: TurnEvent = {
-        "kind": "subtopics",
-        "topic_ids": [topic_id, *child_ids],
-        "detail": f"{meta['name']} divided into {len(child_ids)} subtopics ({reason})",
-    }
-    return Division(records=records, event=event)
+    return Division(records=records, events=events)
+
+
+def _follow_up(
+    stores: ThreadStores,
+    topic_id: str,
+    meta: TopicMeta,
+    status: TopicStatus,
+    child_ids: Sequence[str],
+    specs: Sequence[SubtopicPart],
+    cards: Sequence[SummaryCard | None],
+    services: TopicServices,
+) -> None:
+    """What a division writes besides the store's record: cards, briefs and both indexes."""
+    store = stores.topic_store
+    for child_id, spec, card in zip(child_ids, specs, cards, strict=True):
+        if card is not None:
+            store.set_brief(child_id, spec["name"], spec["brief"], card=card)
+    stores.message_index.level_with(
+        {
+            message_id: child
+            for child, spec in zip(child_ids, specs, strict=True)
+            for message_id in spec["message_ids"]
+        }
+    )
+    parent_brief = _parent_brief(meta["brief"], specs, services.settings.brief_bytes)
+    store.set_brief(topic_id, meta["name"], parent_brief)
+    for child_id, spec in zip(child_ids, specs, strict=True):
+        stores.topic_index.upsert(child_id, spec["name"], spec["brief"], status=status)
+    stores.topic_index.upsert(topic_id, meta["name"], parent_brief, status="split")
 
 
 def divide_or_report(
@@ -146,7 +184,8 @@ def divide_or_report(
 ) -> Division | TurnEvent | None:
     """:func:`divide_topic`, with a failure reported as a ``degraded`` event instead of raised.
 
-    ``split_topic`` checks everything before it writes, so a failure leaves the topic whole.
+    ``split_topic`` checks everything before it writes and writes its record last, so a
+    failure up to it leaves the topic whole; one after it is reported by the division.
     """
     try:
         return divide_topic(services, stores, topics, topic_id, cap=cap, reason=reason)

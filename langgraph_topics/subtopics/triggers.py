@@ -53,7 +53,7 @@ def divide_large_topics(
         outcome = divide_or_report(services, stores, topics, topic_id, cap=cap, reason=reason)
         if isinstance(outcome, Division):
             topics.update(outcome.records)
-            events.append(outcome.event)
+            events.extend(outcome.events)
         elif outcome is not None:
             events.append(outcome)
     return events
