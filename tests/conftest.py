@@ -8,12 +8,15 @@ from typing import Protocol, TypeVar
 import pytest
 from chroma_server import ChromaServer, ChromaUnavailable, start_chroma
 from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 from postgres_server import PostgresServer, PostgresUnavailable, start_postgres
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.roles.native import native_roles
 from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
 from langgraph_topics.stores.embeddings import UseEmbedder
+from langgraph_topics.stores.topic_store import JsonlTopicStore
 
 DATA = Path(__file__).parent / "data"
 
@@ -141,6 +144,23 @@ def chroma_url(chroma_server: ChromaServer) -> str:
     """The URL of the session's Chroma server, emptied of every collection for this test."""
     chroma_server.delete_collections()
     return chroma_server.url
+
+
+AnyStore = JsonlTopicStore | BaseStoreTopicStore
+Opener = Callable[..., AnyStore]
+"""Opens one thread of a topic store: ``opener(visible=None)``."""
+
+
+@pytest.fixture(params=["jsonl", "memory", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """Both topic stores on one thread: the JSONL files, and ``BaseStore`` in memory and on
+    PostgreSQL (``test_base_store_topics`` has its own, with a hostile thread id)."""
+    if request.param == "jsonl":
+        return lambda visible=None: JsonlTopicStore(tmp_path, visible=visible)
+    store: BaseStore = (
+        InMemoryStore() if request.param == "memory" else request.getfixturevalue("postgres_store")
+    )
+    return lambda visible=None: BaseStoreTopicStore(store, "t", visible=visible)
 
 
 @pytest.fixture

@@ -7,11 +7,10 @@ of the contract).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from langgraph.store.base import BaseStore
+from conftest import AnyStore, Opener
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_topics.state.records import ArchivedTopic, StoredMessage
@@ -20,19 +19,6 @@ from langgraph_topics.stores.protocols import ReviewableTopicStore
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.stores.topic_audit import audit_topic_files
 from langgraph_topics.stores.topic_store import JsonlTopicStore
-
-AnyStore = JsonlTopicStore | BaseStoreTopicStore
-Opener = Callable[..., AnyStore]
-
-
-@pytest.fixture(params=["jsonl", "memory", "postgres"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    if request.param == "jsonl":
-        return lambda visible=None: JsonlTopicStore(tmp_path, visible=visible)
-    store: BaseStore = (
-        InMemoryStore() if request.param == "memory" else request.getfixturevalue("postgres_store")
-    )
-    return lambda visible=None: BaseStoreTopicStore(store, "t", visible=visible)
 
 
 def msg(message_id: str, stamp: str, content: str = "hello") -> StoredMessage:

@@ -13,15 +13,16 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import fault_points
 import pytest
+from conftest import AnyStore, Opener
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_topics.bench.fakes import HashEmbedder
@@ -39,19 +40,7 @@ from langgraph_topics.stores.store_audit import audit_store_records
 from langgraph_topics.stores.topic_audit import audit_topic_files
 from langgraph_topics.stores.topic_store import JsonlTopicStore
 
-AnyStore = JsonlTopicStore | BaseStoreTopicStore
-Opener = Callable[..., AnyStore]
 SPLIT_AT = "2024-02-01T00:00:00+00:00"
-
-
-@pytest.fixture(params=["jsonl", "memory", "postgres"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
-    if request.param == "jsonl":
-        return lambda visible=None: JsonlTopicStore(tmp_path, visible=visible)
-    store: BaseStore = (
-        InMemoryStore() if request.param == "memory" else request.getfixturevalue("postgres_store")
-    )
-    return lambda visible=None: BaseStoreTopicStore(store, "t", visible=visible)
 
 
 def msg(number: int, content: str = "hello") -> StoredMessage:

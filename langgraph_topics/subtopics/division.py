@@ -173,31 +173,6 @@ def _follow_up(
     stores.topic_index.upsert(topic_id, meta["name"], parent_brief, status="split")
 
 
-def divide_or_report(
-    services: TopicServices,
-    stores: ThreadStores,
-    topics: Mapping[str, TopicRecord],
-    topic_id: str,
-    *,
-    cap: int,
-    reason: str,
-) -> Division | TurnEvent | None:
-    """:func:`divide_topic`, with a failure reported as a ``degraded`` event instead of raised.
-
-    ``split_topic`` checks everything before it writes and writes its record last, so a
-    failure up to it leaves the topic whole; one after it is reported by the division.
-    """
-    try:
-        return divide_topic(services, stores, topics, topic_id, cap=cap, reason=reason)
-    except Exception as error:
-        log_degraded(log, f"could not divide {topic_id} into subtopics; it stays whole", error)
-        return {
-            "kind": "degraded",
-            "topic_ids": [topic_id],
-            "detail": f"subtopics of {topic_id} not made: {error}",
-        }
-
-
 def _unit_vectors(
     index: MessageIndex, embedder: Embedder, units: Sequence[Sequence[StoredMessage]]
 ) -> Matrix:

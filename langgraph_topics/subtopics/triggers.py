@@ -7,13 +7,17 @@ window prompt a provider refused as too long (a 400) is divided before the next 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping
 
+from langgraph_topics.errors import log_degraded
 from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.state.records import TopicRecord, TurnEvent
-from langgraph_topics.subtopics.division import Division, divide_or_report
+from langgraph_topics.subtopics.division import divide_topic
 from langgraph_topics.subtopics.limits import part_cap, topic_limit
 from langgraph_topics.summaries.topic_tokens import topic_tokens
+
+log = logging.getLogger(__name__)
 
 
 def divide_large_topics(
@@ -50,10 +54,21 @@ def divide_large_topics(
             reason = f"its window's prompt was refused as too long at {tokens:,} tokens"
             plans[topic_id] = (part_cap(limit, tokens), reason)
     for topic_id, (cap, reason) in plans.items():
-        outcome = divide_or_report(services, stores, topics, topic_id, cap=cap, reason=reason)
-        if isinstance(outcome, Division):
-            topics.update(outcome.records)
-            events.extend(outcome.events)
-        elif outcome is not None:
-            events.append(outcome)
+        try:
+            division = divide_topic(services, stores, topics, topic_id, cap=cap, reason=reason)
+        except Exception as error:
+            # split_topic checks everything before it writes and writes its record last: a
+            # failure up to it leaves the topic whole (one after it, the division reports).
+            log_degraded(log, f"could not divide {topic_id} into subtopics; it stays whole", error)
+            events.append(
+                {
+                    "kind": "degraded",
+                    "topic_ids": [topic_id],
+                    "detail": f"subtopics of {topic_id} not made: {error}",
+                }
+            )
+            continue
+        if division is not None:
+            topics.update(division.records)
+            events.extend(division.events)
     return events
