@@ -517,7 +517,7 @@ class TopicMemory:
                     summary["brief_card"] = meta["brief_card"]
                 if record and record.get("children"):
                     summary["children"] = list(record["children"])
-                if record:
+                if record and record["status"] != "split":  # scored through its subtopics
                     scored = self._memory_score(record)
                     summary["memory_score"], summary["tier"] = scored.score, scored.tier
                     summary["usage"] = record.get("usage", {})
