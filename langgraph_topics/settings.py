@@ -260,14 +260,18 @@ class Settings:
     share to be merged (besides ``merge_similarity``)."""
     merge_keywords: int = 12
     """How many characteristic keywords of its messages stand for a topic when merging."""
-    subtopic_limit_tokens: int = field(
-        default_factory=lambda: int(_env_number(SUBTOPIC_LIMIT_ENV, 4000, "tokens"))
+    subtopic_limit_tokens: int | None = field(
+        default_factory=lambda: int(_env_number(SUBTOPIC_LIMIT_ENV, 0, "tokens")) or None
     )
     """A topic whose messages pass this many tokens is divided into subtopics (seed 000 §4.5:
-    split, never compressed online), each starting at most at half of it. The native topic
-    window's size limit: half the default main window (8,000), so that a topic could still be
-    shown whole in the window it serves; and the same whatever the budget, so that topic sizes
-    follow the content, not the budget. ``LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS`` sets it."""
+    split, never compressed online), each starting at most at half of it; the same whatever
+    the budget, so that topic sizes follow the content. None (the default): no size limit of
+    the native back end, because dividing costs the native evidence recall a little at large
+    budgets (benchmarks/README §1: 0.9470 against 0.9483 at 8,000 tokens with 4,000 here); a
+    topic is then divided when ``cheap_context_tokens`` says the cheap model's window is
+    outgrown, or when its provider refuses the prompt as too long.
+    ``LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS`` sets it (4,000 makes LoCoMo's longest
+    conversation hold no topic over 10 % at 8,000 tokens)."""
     cheap_context_tokens: int | None = field(
         default_factory=lambda: int(_env_number(CHEAP_CONTEXT_ENV, 0, "tokens")) or None
     )
@@ -307,7 +311,7 @@ class Settings:
             raise ValueError(f"dormancy_rounds must be at least 1, got {self.dormancy_rounds}")
         if not self.score_decay_days > 0:
             raise ValueError(f"score_decay_days must be positive, got {self.score_decay_days}")
-        if self.subtopic_limit_tokens < 1:
+        if self.subtopic_limit_tokens is not None and self.subtopic_limit_tokens < 1:
             raise ValueError(
                 f"subtopic_limit_tokens must be at least 1, got {self.subtopic_limit_tokens}"
             )

@@ -71,11 +71,13 @@ def test_parts_keep_every_message_once_in_order() -> None:
 
 
 def test_limits_follow_the_cheap_models_context_when_it_is_known(tmp_path: object) -> None:
+    assert topic_limit(Settings()) is None  # no native size limit unless one is set
     assert topic_limit(Settings(subtopic_limit_tokens=4000)) == 4000
     assert topic_limit(Settings(cheap_context_tokens=128_000)) == 64_000
     assert part_cap(4000) == 2000
     # A provider refused the topic at 3,000 tokens: its parts start at half of that at most.
     assert part_cap(64_000, refused_tokens=3000) == 1500
+    assert part_cap(None, refused_tokens=3000) == 1500
 
 
 def _record(topic_id: str, status: str, children: list[str] | None = None) -> TopicRecord:

@@ -165,7 +165,9 @@ def test_the_review_leaves_a_divided_topic_to_its_subtopics(memory: TopicMemory)
 
 def test_locomo_at_8000_tokens_keeps_every_topic_under_a_quarter(tmp_path: Path) -> None:
     conversation = load_locomo(DATA / "locomo" / "conv-26.json")[0]
-    settings = Settings(data_dir=tmp_path / "memory", budget_tokens=8000)
+    settings = Settings(
+        data_dir=tmp_path / "memory", budget_tokens=8000, subtopic_limit_tokens=4000
+    )
     with TopicMemory(settings=settings) as memory:
         memory.import_messages("conv-26", conversation.messages)
         topics = memory.topics("conv-26")

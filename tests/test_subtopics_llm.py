@@ -49,8 +49,8 @@ def wire() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture
 def memory(wire: FakeOpenAI, tmp_path: Path, embedder: UseEmbedder) -> Iterator[TopicMemory]:
-    # The size limit is far away: only the provider's refusal divides the topic.
-    settings = settings_for(tmp_path, subtopic_limit_tokens=100_000, retry_backoff_seconds=0.001)
+    # No size limit (the default): only the provider's refusal divides the topic.
+    settings = settings_for(tmp_path, subtopic_limit_tokens=None, retry_backoff_seconds=0.001)
     model = ChatOpenAI(model="fake", base_url=wire.url, api_key="dummy", max_retries=0, timeout=5)  # type: ignore[call-arg]
     roles = build_roles(settings, per_role={"topic_window": model}, embedder=embedder)
     with TopicMemory(settings=settings, roles=roles, embedder=embedder) as made:

@@ -44,10 +44,13 @@ def divide_large_topics(
     store = stores.topic_store
     events: list[TurnEvent] = []
     plans: dict[str, tuple[int, str]] = {}
-    for topic_id in touched:
-        tokens = topic_tokens(store, topic_id, store.messages(topic_id), services.token_counter)
-        if tokens > limit:
-            plans[topic_id] = (part_cap(limit), f"{tokens:,} tokens, over the {limit:,} limit")
+    if limit is not None:
+        for topic_id in touched:
+            messages = store.messages(topic_id)
+            tokens = topic_tokens(store, topic_id, messages, services.token_counter)
+            if tokens > limit:
+                reason = f"{tokens:,} tokens, over the {limit:,} limit"
+                plans[topic_id] = (part_cap(limit), reason)
     for topic_id, tokens in refused.items():
         record = topics.get(topic_id)
         if record is not None and record["status"] not in ("split", "archived"):
