@@ -201,3 +201,22 @@ def test_a_failed_follow_up_write_still_registers_the_division(
         assert all(registry[child]["parent_id"] == parent_id for child in record["children"])
     assert divided(memory, thread)
     assert memory.check(thread).ok
+
+
+def test_a_registry_that_missed_a_division_follows_the_store(memory: TopicMemory) -> None:
+    thread = "trip"
+    memory.import_messages(thread, kyoto_history())
+    parent_id, record = next(iter(divided(memory, thread).items()))
+    # The registry as a checkpoint from before the division would hold it (the store kept it).
+    topics = dict(memory.state(thread)["topics"])
+    for child in record["children"]:
+        topics.pop(child)
+    topics[parent_id] = {**record, "status": "active"}
+    topics[parent_id].pop("children")
+    memory.graph.update_state(memory._config(thread), {"topics": topics}, as_node="bookkeeping")
+    memory.chat(thread, "Which ryokan near Gion had the onsen?")
+    after = memory.state(thread)["topics"]
+    assert after[parent_id]["status"] == "split"
+    assert after[parent_id]["children"] == record["children"]
+    assert all(child in after for child in record["children"])
+    assert memory.check(thread).ok

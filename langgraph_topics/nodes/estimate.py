@@ -53,9 +53,11 @@ def _reconcile(
     removals = [RemoveMessage(id=m.id) for m in older if m.id and store.locate(m.id) is not None]
     topics = dict(state.get("topics") or {})
     events: list[TurnEvent] = []
+    registered: list[str] = []
     for topic_id in store.topic_ids():
         if topic_id in topics:
             continue
+        registered.append(topic_id)
         meta = store.meta(topic_id)
         topics[topic_id] = {
             "id": topic_id,
@@ -74,19 +76,22 @@ def _reconcile(
                 "topic_ids": [topic_id],
             }
         )
-    if isinstance(store, SplittableTopicStore):
-        for topic_id, record in list(topics.items()):
-            try:
-                children = store.children(topic_id) if record["status"] != "split" else []
-            except KeyError:  # registered, but not in this store: the window reports it
+    # A division the registry missed shows as children registered just now: their parents
+    # follow the store (looked at only then, not every turn).
+    parents = {topics[t]["parent_id"] for t in registered} - {None}
+    if parents and isinstance(store, SplittableTopicStore):
+        for parent_id in parents:
+            record = topics.get(parent_id) if parent_id is not None else None
+            if record is None or record["status"] == "split":
                 continue
-            if children and all(child in topics for child in children):
-                topics[topic_id] = {**record, "status": "split", "children": children}
+            children = store.children(record["id"])
+            if children:
+                topics[record["id"]] = {**record, "status": "split", "children": children}
                 events.append(
                     {
                         "kind": "reconciled",
-                        "detail": f"{topic_id} was divided into subtopics: registry follows",
-                        "topic_ids": [topic_id, *children],
+                        "detail": f"{record['id']} was divided into subtopics: registry follows",
+                        "topic_ids": [record["id"], *children],
                     }
                 )
     if removals:
