@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langgraph_topics.state.records import AssembledContext, TopicResult
@@ -90,8 +90,13 @@ def check_context(
     context: AssembledContext,
     expected_recent: Sequence[str],
     results: dict[str, TopicResult],
+    families: Mapping[str, str] | None = None,
 ) -> None:
-    """Invariants 2 and 3 on one assembled window, plus 'no message twice' and the budget."""
+    """Invariants 2 and 3 on one assembled window, plus 'no message twice' and the budget.
+
+    ``families`` maps subtopics to their roots: a family is one block of the window, ranked
+    by its best subtopic (``subtopics/families.py``).
+    """
     in_window = context["message_ids"]
     missing = [i for i in expected_recent if i not in in_window]
     # The fixed part may reach back past the last N to the call of a tool result it opens
@@ -99,9 +104,16 @@ def check_context(
     recent = list(context["recent_ids"])
     if missing or recent[len(recent) - len(expected_recent) :] != list(expected_recent):
         report.fail(f"invariant 2: recent messages missing from the window: {missing[:5]}")
-    scores = [results[t]["relevance_score"] for t in context["topic_ids"] if t in results]
-    if scores != sorted(scores, reverse=True):
-        report.fail(f"invariant 3: topic results not sorted by score: {scores}")
+    blocks: dict[str, list[float]] = {}
+    for topic_id in context["topic_ids"]:
+        if topic_id in results:
+            block = (families or {}).get(topic_id, topic_id)
+            blocks.setdefault(block, []).append(results[topic_id]["relevance_score"])
+    scores = [members[0] for members in blocks.values()]
+    if scores != sorted(scores, reverse=True) or any(
+        members != sorted(members, reverse=True) for members in blocks.values()
+    ):
+        report.fail(f"invariant 3: topic results not sorted by score: {list(blocks.values())}")
     twice = [i for i, n in Counter(in_window).items() if n > 1]
     if twice:
         report.fail(f"no message twice: {twice[:5]} appear more than once")

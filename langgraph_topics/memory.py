@@ -65,6 +65,7 @@ from langgraph_topics.stores.postgres_profile import (
 from langgraph_topics.stores.protocols import Embedder, ReviewableTopicStore
 from langgraph_topics.stores.store_audit import audit_store_records
 from langgraph_topics.stores.topic_audit import audit_topic_files
+from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
 from langgraph_topics.thread_ids import check_thread_id
 from langgraph_topics.thread_locks import ThreadLocking, ThreadLocks
@@ -888,7 +889,13 @@ class TopicMemory:
         if context and context["recent_ids"] and context["recent_ids"][-1] in working_ids:
             newest = working_ids.index(context["recent_ids"][-1])
             expected = working_ids[max(0, newest + 1 - self.settings.keep_recent) : newest + 1]
-            check_context(report, context, expected, values.get("topic_results", {}))
+            check_context(
+                report,
+                context,
+                expected,
+                values.get("topic_results", {}),
+                prior_families(values.get("topics") or {}),
+            )
         else:
             report.note("invariants 2-3: no current assembled window to check")
         return report

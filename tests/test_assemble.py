@@ -226,3 +226,82 @@ def test_an_unanswered_tool_call_does_not_glue_the_rest_of_the_conversation() ->
     assert [m["id"] for m in units[0]] == ["m0", "c"]
     assert len(units) == 30
     assert split_point(messages, 20) == 11
+
+
+def test_subtopics_of_one_family_share_one_block_under_their_root() -> None:
+    from langgraph_topics.checks import CheckReport, check_context
+
+    stored: list[StoredMessage] = [
+        {**_message(100 + i), "timestamp": f"2024-05-0{i + 1}T10:00:00"} for i in range(4)
+    ]
+    working = [_message(i) for i in range(25)]
+    root: TopicResult = {
+        **_result("trip", 0.0, []),
+        "name": "Kyoto trip",
+        "brief": "the whole trip",
+        "summary": "",
+    }
+    results = [
+        _result("trip-a", 0.9, ["m101"], summary="ryokan booked"),
+        _result("other", 0.7, ["m103"]),
+        _result("trip-b", 0.5, ["m100", "m102"], summary="shrine at dawn"),
+    ]
+    families = {"trip-a": root, "trip-b": root}
+    window = assemble_window(
+        working,
+        {},
+        results,
+        {m["id"]: m for m in stored},
+        budget=100_000,
+        keep_recent=20,
+        reference_threshold=0.3,
+        language="en",
+        counter=COUNTER,
+        family_heads=families,
+    )
+    prompt = window["system_prompt"]
+    # One header for the family, the root's; its subtopics' quotes in conversation order.
+    assert prompt.count("## Kyoto trip (trip)") == 1
+    assert "## trip-a" not in prompt and "## trip-b" not in prompt
+    assert "brief of trip-a" not in prompt and "the whole trip" in prompt
+    assert "ryokan booked" in prompt and "shrine at dawn" not in prompt  # one summary a block
+    assert prompt.index("## Kyoto trip") < prompt.index("## other (other)")
+    assert [m["id"] for m in window["referenced_messages"]] == ["m100", "m101", "m102", "m103"]
+    assert window["topic_ids"] == ["trip-a", "trip-b", "other"]
+    by_id = {r["topic_id"]: r for r in results}
+    report = CheckReport()
+    check_context(report, window, window["recent_ids"], by_id, {"trip-a": "trip", "trip-b": "trip"})
+    assert report.ok, report.findings
+    # Without the family map the same order reads as out of score order (invariant 3).
+    unordered = CheckReport()
+    check_context(unordered, window, window["recent_ids"], by_id)
+    assert not unordered.ok
+
+
+def test_a_family_block_pays_one_header() -> None:
+    stored = [_message(100 + i, "fact " * 30) for i in range(2)]
+    working = [_message(i) for i in range(20)]
+    results = [
+        {**_result("a1", 0.9, ["m100"], summary="s"), "name": "a long subtopic name " * 8},
+        {**_result("a2", 0.8, ["m101"], summary="s"), "name": "another long name " * 8},
+    ]
+    root: TopicResult = {**_result("a", 0.0, []), "name": "A", "brief": "", "summary": ""}
+
+    def quoted(heads: dict[str, TopicResult] | None, budget: int) -> int:
+        window = assemble_window(
+            working,
+            {},
+            results,
+            {m["id"]: m for m in stored},
+            budget=budget,
+            keep_recent=20,
+            reference_threshold=0.3,
+            language="en",
+            counter=COUNTER,
+            family_heads=heads,
+        )
+        return len(window["referenced_messages"])
+
+    # The smallest budget that shows both quotes as one family shows fewer as two topics.
+    budget = next(b for b in range(100, 5000, 5) if quoted({"a1": root, "a2": root}, b) == 2)
+    assert quoted(None, budget) < 2

@@ -12,6 +12,7 @@ from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.checks import CheckReport, check_context
 from langgraph_topics.datasets import load_locomo
 from langgraph_topics.state.working_set import stored_view
+from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.tokens import message_tokens
 
 BUDGET = 4000
@@ -74,6 +75,7 @@ def test_context_queries_never_exceed_the_budget(imported: tuple[TopicMemory, li
     conversation = load_locomo(DATA / "locomo" / "conv-26.json")[0]
     before = memory.state("conv-26")
     working_ids = [m.id for m in before["messages"]]
+    families = prior_families(before["topics"])
     questions = [q for q in conversation.questions if q.category in (1, 2, 3, 4)][::6]
     assert len(questions) >= 20
     referenced = 0
@@ -84,7 +86,7 @@ def test_context_queries_never_exceed_the_budget(imported: tuple[TopicMemory, li
         check = CheckReport()
         results = {r["topic_id"]: r for r in report["topic_results"]}
         expected_recent = [*working_ids, window["recent_ids"][-1]][-20:]
-        check_context(check, window, expected_recent, results)
+        check_context(check, window, expected_recent, results, families)
         assert check.ok, check.findings
         referenced += len(window["referenced_messages"])
     assert referenced > 0, "topic results bring split messages back into the window"

@@ -43,7 +43,7 @@ from langgraph_topics.state.schema import TopicState
 from langgraph_topics.state.units import unit_in_store
 from langgraph_topics.state.working_set import located_in_topics, recent_messages, stored_view
 from langgraph_topics.stores.protocols import TopicStore
-from langgraph_topics.subtopics.families import prior_families
+from langgraph_topics.subtopics.families import family_heads, prior_families
 from langgraph_topics.tokens import TokenCounter, message_tokens
 from langgraph_topics.workflow.records import ActivePath
 from langgraph_topics.workflow.render import fit_workflow_block, with_workflow_block
@@ -74,6 +74,8 @@ class _Piece:
     value: float
     cost: int
     topic_id: str = ""
+    block: str = ""
+    """The window block it is rendered in: its topic's, or for a subtopic its family's."""
     messages: list[StoredMessage] = field(default_factory=list)
     """The message(s) of a quote or unsplit piece: a tool call and its results are one piece."""
     order: tuple[str, int] = ("", 0)
@@ -91,6 +93,53 @@ class _Selection:
     given_way: list[_Piece] = field(default_factory=list)
     opened_topics: set[str] = field(default_factory=set)
     opened_days: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """The window's topic blocks: one per topic, one per family of subtopics (seed 000 §8).
+
+    Subtopics of one divided topic are rendered under their root's name and brief, as the
+    topic was before it was divided: the quotes are the same, the window pays one header.
+    """
+
+    results: Mapping[str, TopicResult]
+    heads: Mapping[str, TopicResult]
+    """Each block's header: a topic's own result, or its family's root as a result."""
+    members: Mapping[str, list[str]]
+    """Each block's topics, best first."""
+    order: list[str]
+    """The blocks, best first (a family by its best subtopic)."""
+    block_of: Mapping[str, str]
+
+    def of(self, topic_id: str) -> str:
+        """The block a topic's pieces go to."""
+        return self.block_of.get(topic_id, topic_id)
+
+    @classmethod
+    def of_results(
+        cls, ranked: Sequence[TopicResult], family_heads: Mapping[str, TopicResult]
+    ) -> _Blocks:
+        """Blocks of ``ranked`` (best first); ``family_heads`` names a subtopic's family."""
+        heads: dict[str, TopicResult] = {}
+        members: dict[str, list[str]] = {}
+        block_of: dict[str, str] = {}
+        for result in ranked:
+            topic_id = result["topic_id"]
+            family = family_heads.get(topic_id)
+            block = family["topic_id"] if family is not None else topic_id
+            block_of[topic_id] = block
+            if block not in heads:
+                head = result if family is None else family
+                heads[block] = {**head, "relevance_score": result["relevance_score"]}
+            members.setdefault(block, []).append(topic_id)
+        return cls(
+            results={r["topic_id"]: r for r in ranked},
+            heads=heads,
+            members=members,
+            order=list(heads),
+            block_of=block_of,
+        )
 
 
 def clip_line(text: str, limit: int = BRIEF_FLOOR_CHARS) -> str:
@@ -139,6 +188,7 @@ def _order_key(message: StoredMessage, evidence: Evidence | None) -> tuple[str, 
 
 def _candidates(
     results: Sequence[TopicResult],
+    blocks: _Blocks,
     unsplit: Sequence[StoredMessage],
     lookup: Mapping[str, StoredMessage],
     partners: Mapping[str, Sequence[StoredMessage]],
@@ -147,7 +197,11 @@ def _candidates(
     evidence: Evidence | None,
     counter: TokenCounter,
 ) -> list[_Piece]:
-    """Every piece that could enter the window, each message once at its best value."""
+    """Every piece that could enter the window, each message once at its best value.
+
+    ``results`` are best first. A block offers one brief (its head's) and one summary (its
+    best topic's): a topic divided into subtopics costs the window what it cost undivided.
+    """
     quotes: dict[str, _Piece] = {}
 
     def offer(message: StoredMessage, topic_id: str, value: float) -> None:
@@ -160,13 +214,16 @@ def _candidates(
                 value,
                 counter(quote_line(message) + "\n"),
                 topic_id,
+                blocks.of(topic_id),
                 [message],
                 _order_key(message, evidence),
             )
 
     pieces: list[_Piece] = []
+    noted: set[str] = set()
     for result in results:
         topic_id = result["topic_id"]
+        block = blocks.of(topic_id)
         relevance = result.get("reference_relevance") or []
         ids = result["referenced_message_ids"]
         for place, message_id in enumerate(ids):
@@ -177,14 +234,16 @@ def _candidates(
             offer(message, topic_id, value)
             for partner in partners.get(message_id, ()):
                 offer(partner, topic_id, PARTNER_SHARE * value)
+        if block in noted:
+            continue
+        noted.add(block)
         score = result["relevance_score"]
         if result["summary"]:
-            pieces.append(
-                _Piece("summary", SUMMARY_VALUE * score, counter(result["summary"]) + 2, topic_id)
-            )
-        brief = clip_line(result["brief"])
+            cost = counter(result["summary"]) + 2
+            pieces.append(_Piece("summary", SUMMARY_VALUE * score, cost, topic_id, block))
+        brief = clip_line(blocks.heads[block]["brief"])
         if brief:
-            pieces.append(_Piece("brief", BRIEF_VALUE * score, counter(brief) + 2, topic_id))
+            pieces.append(_Piece("brief", BRIEF_VALUE * score, counter(brief) + 2, topic_id, block))
     pieces.extend(_whole_exchanges(list(quotes.values()), exchanges, counter))
     unsplit_pieces: list[_Piece] = []
     for place, message in enumerate(unsplit):
@@ -260,7 +319,13 @@ def _whole_exchanges(
                 for m in exchange
             )
             merged[key] = _Piece(
-                piece.kind, piece.value, cost, piece.topic_id, list(exchange), piece.order
+                piece.kind,
+                piece.value,
+                cost,
+                piece.topic_id,
+                piece.block,
+                list(exchange),
+                piece.order,
             )
         elif piece.value > known.value:
             known.value = piece.value
@@ -275,8 +340,8 @@ def _select(
 ) -> _Selection:
     """Take pieces by value (conversation order breaks ties) while they fit ``room``.
 
-    A piece that opens a topic block pays for the block's header, a quote that opens a day
-    within its block pays for the date line.
+    A piece that opens a block pays for the block's header, a quote that opens a day within
+    its block pays for the date line.
     """
     selection = _Selection()
     used = 0
@@ -284,11 +349,11 @@ def _select(
         extra = 0
         day = ""
         if piece.kind != "unsplit":
-            if piece.topic_id not in selection.opened_topics:
-                extra += header_cost(piece.topic_id)
+            if piece.block not in selection.opened_topics:
+                extra += header_cost(piece.block)
             if piece.kind == "quote" and piece.message is not None:
                 day = quote_day(piece.message)
-                if day and (piece.topic_id, day) not in selection.opened_days:
+                if day and (piece.block, day) not in selection.opened_days:
                     extra += day_cost(day)
         if used + piece.cost + extra > room:
             selection.given_way.append(piece)
@@ -296,43 +361,48 @@ def _select(
         used += piece.cost + extra
         selection.chosen.append(piece)
         if piece.kind != "unsplit":
-            selection.opened_topics.add(piece.topic_id)
+            selection.opened_topics.add(piece.block)
             if day:
-                selection.opened_days.add((piece.topic_id, day))
+                selection.opened_days.add((piece.block, day))
     return selection
 
 
 def _render(
-    ranked: Sequence[TopicResult],
+    blocks: _Blocks,
     chosen: Sequence[_Piece],
     language: str,
     prompt_dir: Path | None,
     workflow_block: str = "",
 ) -> tuple[str, list[StoredMessage], list[str]]:
-    """The system prompt, the quoted messages (in rendered order) and the topics shown."""
-    blocks: list[str] = []
+    """The system prompt, the quoted messages (in rendered order) and the topics shown.
+
+    Blocks go best first; the topics shown are listed block by block, best first in each.
+    """
+    rendered: list[str] = []
     quoted: list[StoredMessage] = []
     shown: list[str] = []
-    for result in ranked:
-        mine = [p for p in chosen if p.topic_id == result["topic_id"] and p.kind != "unsplit"]
+    for block in blocks.order:
+        mine = [p for p in chosen if p.block == block and p.kind != "unsplit"]
         if not mine:
             continue
         quotes = sorted((p for p in mine if p.kind == "quote"), key=lambda p: p.order)
         messages = [m for p in quotes for m in p.messages]
-        kinds = {p.kind for p in mine}
-        blocks.append(
+        summaries = [blocks.results[p.topic_id]["summary"] for p in mine if p.kind == "summary"]
+        head = blocks.heads[block]
+        rendered.append(
             render_topic_block(
-                result,
+                head,
                 messages,
                 language,
                 prompt_dir,
-                brief=clip_line(result["brief"]) if "brief" in kinds else "",
-                summary=result["summary"] if "summary" in kinds else "",
+                brief=clip_line(head["brief"]) if any(p.kind == "brief" for p in mine) else "",
+                summary=summaries[0] if summaries else "",
             )
         )
         quoted.extend(messages)
-        shown.append(result["topic_id"])
-    system_prompt = render_system_prompt(blocks, language, prompt_dir)
+        members = {p.topic_id for p in mine}
+        shown.extend(t for t in blocks.members[block] if t in members)
+    system_prompt = render_system_prompt(rendered, language, prompt_dir)
     return with_workflow_block(workflow_block, system_prompt), quoted, shown
 
 
@@ -363,6 +433,7 @@ def assemble_window(
     partners: Mapping[str, Sequence[StoredMessage]] | None = None,
     exchanges: Mapping[str, list[StoredMessage]] | None = None,
     workflow: ActivePath | None = None,
+    family_heads: Mapping[str, TopicResult] | None = None,
 ) -> AssembledContext:
     """Build the main window: the best evidence that fits, the unsplit and recent messages.
 
@@ -383,6 +454,8 @@ def assemble_window(
             :func:`tool_exchanges`); a referenced tool message without one is not quoted.
         workflow: The active path of the thread's workflow, rendered on top of the system
             prompt at the richest detail that fits ``WORKFLOW_SHARE`` of the room left.
+        family_heads: For each subtopic, its family's root as a result (name, brief, file):
+            a family's subtopics are one block under it (see :class:`_Blocks`).
 
     Returns:
         The assembled context; ``trimmed`` lists the most valuable pieces that gave way.
@@ -412,21 +485,21 @@ def assemble_window(
             workflow, int(max(0, room) * WORKFLOW_SHARE), counter, language, prompt_dir
         )
         room -= workflow_cost
-    names = {r["topic_id"]: r for r in ranked}
+    blocks = _Blocks.of_results(ranked, family_heads or {})
 
     headers: dict[str, int] = {}
 
-    def header_cost(topic_id: str) -> int:
-        if topic_id not in headers:
-            block = render_topic_block(names[topic_id], [], language, prompt_dir)
-            headers[topic_id] = counter(block) + 1
-        return headers[topic_id]
+    def header_cost(block: str) -> int:
+        if block not in headers:
+            rendered = render_topic_block(blocks.heads[block], [], language, prompt_dir)
+            headers[block] = counter(rendered) + 1
+        return headers[block]
 
     def day_cost(day: str) -> int:
         return counter(f"[{day}]\n")
 
     pieces = _candidates(
-        ranked, unsplit, lookup, partners or {}, exchanges or {}, placed, evidence, counter
+        ranked, blocks, unsplit, lookup, partners or {}, exchanges or {}, placed, evidence, counter
     )
     # Unsplit messages are not quoted again by a topic (a crash leaves no such overlap, but
     # a message must never appear twice).
@@ -438,7 +511,7 @@ def assemble_window(
     ]
     selection = _select(pieces, max(0, room), header_cost, day_cost)
     system_prompt, quoted, shown = _render(
-        ranked, selection.chosen, language, prompt_dir, workflow_block
+        blocks, selection.chosen, language, prompt_dir, workflow_block
     )
     chosen_unsplit = sorted(
         (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
@@ -452,7 +525,7 @@ def assemble_window(
         selection.chosen.remove(dropped)
         selection.given_way.append(dropped)
         system_prompt, quoted, shown = _render(
-            ranked, selection.chosen, language, prompt_dir, workflow_block
+            blocks, selection.chosen, language, prompt_dir, workflow_block
         )
         chosen_unsplit = sorted(
             (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
@@ -461,7 +534,7 @@ def assemble_window(
         total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
     if total > budget and workflow_block:  # the block never pushes the window over the budget
         workflow_block, workflow_cost = "", 0
-        system_prompt, quoted, shown = _render(ranked, selection.chosen, language, prompt_dir)
+        system_prompt, quoted, shown = _render(blocks, selection.chosen, language, prompt_dir)
     if workflow is not None:
         full = fit_workflow_block(workflow, budget, counter, language, prompt_dir)[1]
         if full > workflow_cost:
@@ -527,7 +600,8 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     working = stored_view(state["messages"])
     results = list((state.get("topic_results") or {}).values())
     wanted = [i for r in results for i in r["referenced_message_ids"]]
-    evidence = turn_evidence(services, stores, working, prior_families(state.get("topics") or {}))
+    families = prior_families(state.get("topics") or {})
+    evidence = turn_evidence(services, stores, working, families)
     # Back ends that score every message (the native one) already value a quote's neighbours
     # on their own; a model's references are completed with their unit partners.
     partners: dict[str, list[StoredMessage]] = {}
@@ -581,6 +655,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         partners=partners,
         exchanges=exchanges,
         workflow=state.get("workflow"),
+        family_heads=family_heads((r["topic_id"] for r in results), families, store),
     )
     context = namespace.finish(context, addition, settings.budget_tokens, counter)
     update: dict[str, Any] = {"context": context}

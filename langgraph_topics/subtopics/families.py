@@ -10,9 +10,10 @@ half its own and half its root's (``evidence.SUBTOPIC_PRIOR_SHARE``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from langgraph_topics.state.records import TopicRecord
+from langgraph_topics.state.records import TopicRecord, TopicResult
+from langgraph_topics.stores.protocols import TopicStore
 
 
 def prior_families(topics: Mapping[str, TopicRecord]) -> dict[str, str]:
@@ -35,3 +36,34 @@ def prior_families(topics: Mapping[str, TopicRecord]) -> dict[str, str]:
             root = above
         families[topic_id] = root
     return families
+
+
+def family_heads(
+    topic_ids: Iterable[str], families: Mapping[str, str], store: TopicStore
+) -> dict[str, TopicResult]:
+    """For each subtopic among ``topic_ids``, its family's root as a window block's header.
+
+    The root's name and brief (kept over its children by the division) head the block its
+    subtopics' quotes are rendered in; the score is the block's best subtopic's, set by the
+    assembler. A root the store no longer knows leaves its subtopics as blocks of their own.
+    """
+    heads: dict[str, TopicResult] = {}
+    for topic_id in topic_ids:
+        root = families.get(topic_id)
+        if root is None:
+            continue
+        try:
+            meta = store.meta(root)
+        except KeyError:
+            continue
+        heads[topic_id] = {
+            "topic_id": root,
+            "name": meta["name"],
+            "brief": meta["brief"],
+            "file": meta["file"],
+            "relevance_score": 0.0,
+            "referenced_message_ids": [],
+            "summary": "",
+            "round": 0,
+        }
+    return heads
