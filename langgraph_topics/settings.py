@@ -28,6 +28,9 @@ SCORE_DECAY_DAYS_ENV = "LANGGRAPH_TOPICS_SCORE_DECAY_DAYS"
 ARCHIVE_AFTER_DAYS_ENV = "LANGGRAPH_TOPICS_ARCHIVE_AFTER_DAYS"
 MERGE_SIMILARITY_ENV = "LANGGRAPH_TOPICS_MERGE_SIMILARITY"
 SUBTOPIC_LIMIT_ENV = "LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS"
+DEFAULT_SUBTOPIC_LIMIT_TOKENS = 4000
+"""Native size limit of a topic: the window renders a divided topic's family as one block, so
+dividing at it keeps the native evidence recall (benchmarks/README §1)."""
 CHEAP_CONTEXT_ENV = "LANGGRAPH_TOPICS_CHEAP_CONTEXT_TOKENS"
 STORE_PROFILES = ("embedded", "postgres")
 """Where a memory keeps its threads: ``embedded`` (files and SQLite under ``data_dir``) or
@@ -261,17 +264,17 @@ class Settings:
     merge_keywords: int = 12
     """How many characteristic keywords of its messages stand for a topic when merging."""
     subtopic_limit_tokens: int | None = field(
-        default_factory=lambda: int(_env_number(SUBTOPIC_LIMIT_ENV, 0, "tokens")) or None
+        default_factory=lambda: (
+            int(_env_number(SUBTOPIC_LIMIT_ENV, DEFAULT_SUBTOPIC_LIMIT_TOKENS, "tokens")) or None
+        )
     )
     """A topic whose messages pass this many tokens is divided into subtopics (seed 000 §4.5:
     split, never compressed online), each starting at most at half of it; the same whatever
-    the budget, so that topic sizes follow the content. None (the default): no size limit of
-    the native back end, because dividing costs the native evidence recall a little at large
-    budgets (benchmarks/README §1: 0.9470 against 0.9483 at 8,000 tokens with 4,000 here); a
-    topic is then divided when ``cheap_context_tokens`` says the cheap model's window is
+    the budget, so that topic sizes follow the content (LoCoMo's longest dev conversation holds
+    no topic over 10 % at 8,000 tokens, against 70 % undivided). None: no size limit; a topic
+    is then divided only when ``cheap_context_tokens`` says the cheap model's window is
     outgrown, or when its provider refuses the prompt as too long.
-    ``LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS`` sets it (4,000 makes LoCoMo's longest
-    conversation hold no topic over 10 % at 8,000 tokens)."""
+    ``LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS`` sets it (0: no size limit)."""
     cheap_context_tokens: int | None = field(
         default_factory=lambda: int(_env_number(CHEAP_CONTEXT_ENV, 0, "tokens")) or None
     )

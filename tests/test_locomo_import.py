@@ -22,8 +22,7 @@ BUDGET = 4000
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TopicMemory, list[int]]]:
     conversation = load_locomo(DATA / "locomo" / "conv-26.json")[0]
     data_dir: Path = tmp_path_factory.mktemp("conv26")
-    # With the native size limit README "Subtopics" names (off by default).
-    settings = Settings(data_dir=data_dir, budget_tokens=BUDGET, subtopic_limit_tokens=4000)
+    settings = Settings(data_dir=data_dir, budget_tokens=BUDGET)
     memory = TopicMemory(settings=settings)
     working_sizes: list[int] = []
     counter = memory.services.token_counter

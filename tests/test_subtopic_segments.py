@@ -71,8 +71,8 @@ def test_parts_keep_every_message_once_in_order() -> None:
 
 
 def test_limits_follow_the_cheap_models_context_when_it_is_known(tmp_path: object) -> None:
-    assert topic_limit(Settings()) is None  # no native size limit unless one is set
-    assert topic_limit(Settings(subtopic_limit_tokens=4000)) == 4000
+    assert topic_limit(Settings(subtopic_limit_tokens=None)) is None
+    assert topic_limit(Settings(subtopic_limit_tokens=6000)) == 6000
     assert topic_limit(Settings(cheap_context_tokens=128_000)) == 64_000
     assert part_cap(4000) == 2000
     # A provider refused the topic at 3,000 tokens: its parts start at half of that at most.

@@ -16,6 +16,7 @@ from conftest import DATA
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.datasets import load_locomo
+from langgraph_topics.settings import DEFAULT_SUBTOPIC_LIMIT_TOKENS
 from langgraph_topics.stores.embeddings import UseEmbedder
 
 HOTELS = [
@@ -165,9 +166,7 @@ def test_the_review_leaves_a_divided_topic_to_its_subtopics(memory: TopicMemory)
 
 def test_locomo_at_8000_tokens_keeps_every_topic_under_a_quarter(tmp_path: Path) -> None:
     conversation = load_locomo(DATA / "locomo" / "conv-26.json")[0]
-    settings = Settings(
-        data_dir=tmp_path / "memory", budget_tokens=8000, subtopic_limit_tokens=4000
-    )
+    settings = Settings(data_dir=tmp_path / "memory", budget_tokens=8000)  # default limit
     with TopicMemory(settings=settings) as memory:
         memory.import_messages("conv-26", conversation.messages)
         topics = memory.topics("conv-26")
@@ -220,3 +219,17 @@ def test_a_registry_that_missed_a_division_follows_the_store(memory: TopicMemory
     assert after[parent_id]["children"] == record["children"]
     assert all(child in after for child in record["children"])
     assert memory.check(thread).ok
+
+
+def test_the_native_size_limit_is_on_by_default_and_zero_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS", raising=False)
+    assert Settings().subtopic_limit_tokens == DEFAULT_SUBTOPIC_LIMIT_TOKENS
+    monkeypatch.setenv("LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS", "0")
+    assert Settings().subtopic_limit_tokens is None
+    monkeypatch.setenv("LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS", "6000")
+    assert Settings().subtopic_limit_tokens == 6000
+    monkeypatch.setenv("LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS", "many")
+    with pytest.raises(ValueError, match="LANGGRAPH_TOPICS_SUBTOPIC_LIMIT_TOKENS"):
+        Settings()
