@@ -13,7 +13,7 @@ def topic_limit(settings: Settings) -> int | None:
     """The tokens past which a topic is divided into subtopics; None: no size limit.
 
     ``topic_window_share`` of the cheap model's context when ``cheap_context_tokens`` says how
-    large it is; the native size limit ``subtopic_limit_tokens`` otherwise (off by default).
+    large it is; the native size limit ``subtopic_limit_tokens`` otherwise (4,000 by default).
     """
     if settings.cheap_context_tokens:
         return max(1, int(settings.topic_window_share * settings.cheap_context_tokens))
