@@ -105,6 +105,7 @@ def test_chinese_numbers() -> None:
         "我们上个月聊了什么？",
         "上周我们讨论的那个问题，你还记得吗？",
         "What did I tell you yesterday?",
+        "我之前跟你说过3月去日本的事",
     ],
 )
 def test_asking_about_a_period_is_a_date_query(text: str) -> None:
@@ -122,6 +123,12 @@ def test_asking_about_a_period_is_a_date_query(text: str) -> None:
         "I'll go back to Kyoto in March.",
         "What did we talk about?",  # a recall, but of no period: the recall cue's business
         "Is it dead? I fed it yesterday.",
+        # About someone else's talk, a greeting, a memory (LoCoMo's dialogues hold such lines).
+        "Last week I talked to my friend who is a fan of Harry Potter.",
+        "Hey John, been good since we talked? I joined a gym last week!",
+        "These figurines I bought yesterday remind me of home.",
+        "I'll always remember our camping trip last year.",
+        "我昨天和朋友聊了很久",
     ],
 )
 def test_a_date_without_a_request_to_recall_is_no_date_query(text: str) -> None:

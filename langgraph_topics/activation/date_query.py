@@ -20,26 +20,36 @@ _TALK = (
     r"|went over|spoke|speak|mention(?:ed)?|decide(?:d)?|agree(?:d)?|plan(?:ned)?|learn(?:ed|t)?"
     r"|ask(?:ed)?|tell|told)"
 )
+"""What was said: "what did we *decide*", "what did I *tell* you"."""
+_CONVERSE = r"(?:talk(?:ed)?|chat(?:ted)?|discuss(?:ed)?|spoke|speak|mention(?:ed)?|cover(?:ed)?)"
+"""Talking itself: "did we *discuss*" (not "did you tell your mother")."""
+# What a person says to the assistant about their *own* past conversation with it. A
+# statement about others ("I talked to my friend last week"), a greeting ("since we talked")
+# and a memory ("I'll always remember our trip last year") are not requests; LoCoMo's
+# dialogues between two people are full of them.
 _ENGLISH_ASKS = re.compile(
     r"\b(?:"
-    rf"what\s+(?:did|have|had|were)\s+(?:we|i|you)\s+(?:\w+\s+){{0,2}}?{_TALK}"
+    rf"what\s+(?:did|have|had)\s+(?:we|i|you)\s+(?:\w+\s+){{0,2}}?{_TALK}"
     r"|what\s+were\s+we\s+(?:talking|chatting|discussing|saying)"
-    r"|what\s+(?:topics|subjects|things)"
-    rf"|(?:did|have)\s+(?:we|i|you)\s+(?:ever\s+|already\s+)?{_TALK}"
-    r"|(?:we|i)\s+(?:had\s+|have\s+)?(?:talked|chatted|discussed|spoke|mentioned|covered|went\s+over)"
-    r"|remind\s+me\s+(?:what|of|about)|recap|recall|look\s+back"
+    r"|what\s+(?:topics|subjects)"
+    rf"|(?:did|have)\s+(?:we|i)\s+(?:ever\s+|already\s+)?{_CONVERSE}"
+    r"|(?<!since\s)we\s+(?:had\s+|have\s+)?(?:talked|chatted|discussed|spoke|covered|went\s+over)"
+    r"|i\s+(?:told|mentioned\s+to|asked)\s+you"
+    r"|remind\s+me\s+(?:what|about)|recap|recall"
     r"|summari[sz]e\s+(?:what|our|everything)"
-    r"|(?:do|don't|can|could)\s+you\s+remember|remember\s+(?:what|when|our|how)"
-    r"|(?:our|that|those)\s+(?:conversations?|chats?|discussions?|talks?)"
+    r"|(?:do|don't|can|could)\s+you\s+remember|remember\s+(?:what|when|how)\s+(?:we|i|you)"
+    r"|(?:our|that|those)\s+(?:conversations?|chats?|discussions?)"
     r")\b",
     re.IGNORECASE,
 )
 _CHINESE_ASKS = re.compile(
-    r"(?:聊|谈|讨论|交流|沟通)(?:了|过|的)"
-    r"|(?:说|讲|提|问)(?:过|了什么|了啥|了哪些)"
     # "还记得…吗" asks; "记得3月3号带护照" (remember to bring it) does not.
-    r"|还记得|记不记得|你记得|是否记得|记得我们|记得咱们|记得[^。！？!?]{0,30}[吗么]"
-    r"|回顾|回忆|总结一下|什么话题|哪些话题|对话|聊天记录"
+    r"还记得|记不记得|你记得|是否记得|记得我们|记得咱们|记得[^。！？!?]{0,30}[吗么]"
+    # Our conversation ("我们上周讨论的"), not someone else's ("我昨天和朋友聊了很久").
+    r"|(?:我们|咱们|我和你|我跟你|你和我|跟你|和你)[^。！？!?]{0,12}"
+    r"(?:聊|谈|讨论|交流|沟通|说|讲|提)(?:了|过|的)"
+    r"|(?:聊|谈|讨论|交流|说|讲|提)(?:了|过)(?:些)?(?:什么|啥|哪些)"
+    r"|回顾一下|总结一下|聊天记录|什么话题|哪些话题"
 )
 
 
