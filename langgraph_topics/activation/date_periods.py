@@ -458,8 +458,10 @@ def find_periods(text: str, today: date) -> list[DatePeriod]:
     """The periods ``text`` names, in the order it names them, read relative to ``today``.
 
     A date that is no date ("February 30", "13月") and a period starting after ``today`` are
-    left out. Never raises on any text.
+    left out, and a ``today`` outside 1970-2199 names none. Never raises on any text.
     """
+    if not _valid_year(today.year):
+        return []  # no conversation of this package's is dated then; "last week" may not exist
     found = _english(text, today) + _chinese(text, today)
     return [
         period
