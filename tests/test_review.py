@@ -250,3 +250,24 @@ def test_a_date_query_brings_back_the_archived_topics_of_its_period(
     memory.chat(THREAD, "还记得2024年4月我们聊了什么吗？")
     assert registry(memory)[blocks["sourdough"]]["status"] == "active"
     assert memory.check(THREAD).ok
+
+
+class _SilentRouter:
+    """An index router that ranks no candidate (a model that answered with nothing)."""
+
+    def route(self, query: str, candidates: object, *, deep: bool) -> list[object]:
+        return []
+
+
+def test_the_date_chooses_the_topics_of_its_period_whatever_the_router_says(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    memory = imported(make_memory, with_roles(roles, index_router=_SilentRouter()))
+    blocks = topics_by_block(memory)
+    memory.review(THREAD, now="2030-01-01")
+    memory.chat(THREAD, "我们2024年2月聊了什么？")
+    state = memory.state(THREAD)
+    assert state["topics"][blocks["stocks"]]["status"] == "active"
+    activated = [e for e in state["events"] if e["kind"] == "activated"]
+    assert "in the asked period" in activated[0]["detail"]
+    assert memory.check(THREAD).ok

@@ -145,6 +145,13 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             for i, s in candidates
         ]
     known = {info["id"] for info, _ in candidates}
+    # A router that leaves a topic of the asked period out does not overrule the date.
+    routed_ids = {r["topic_id"] for r in routed}
+    routed = routed + [
+        RoutedTopic(topic_id=topic_id, relevance=similarity[topic_id], reason="in the asked period")
+        for topic_id in dated
+        if topic_id in known and topic_id not in routed_ids
+    ]
     threshold = candidate_threshold(active_count, deep=request["deep"])
     quota = activation_quota(active_count, settings, deep=request["deep"])
     # A topic of the asked period is what the user asked for: the date chooses it, whatever
