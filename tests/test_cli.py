@@ -34,7 +34,7 @@ def test_demo_runs_offline_and_shows_the_lifecycle() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "cold start" in out
-    for shown in ("split  :", "topic_created", "activated", "recall_cue", "dormant"):
+    for shown in ("split  :", "topic_created", "activated", "recall_cue", "dormant:", "woken  :"):
         assert shown in out, f"the demo should show {shown}"
     assert "check  : all invariants hold" in out
 

@@ -28,8 +28,11 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict[str, 
     with TopicMemory(
         data_dir=Path(tmp_path_factory.mktemp("demo")), budget_tokens=DEMO_BUDGET
     ) as memory:
+        statuses: list[dict[str, str]] = []
         for line in script:
             memory.chat("demo", line["text"])
+            topics_now = memory.state("demo").get("topics", {})
+            statuses.append({topic_id: t["status"] for topic_id, t in topics_now.items()})
         assert memory.check("demo").ok
         state = memory.state("demo")
         store = memory.services.branch_stores("demo", state).topic_store
@@ -45,6 +48,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict[str, 
         "script": script,
         "where": where,
         "messages": messages,
+        "statuses": statuses,
     }
 
 
@@ -120,6 +124,23 @@ def _says(messages: list[StoredMessage], name: str) -> bool:
     assert not chinese or chinese in text, f"{name!r} is not said in its topic"
     assert chinese not in CHINESE_STOP_WORDS
     return True
+
+
+def test_a_topic_falls_dormant_and_a_dormant_one_comes_back(demo: tuple) -> None:
+    # Conservative dormancy (seed 000 §4.7: ``dormancy_rounds`` 3): the script stays on Rust
+    # long enough for the other subjects to sleep, then returns to them.
+    _, found = demo
+    slept: dict[str, int] = {}
+    woke: list[str] = []
+    for turn, statuses in enumerate(found["statuses"]):
+        for topic_id, status in statuses.items():
+            if status == "dormant":
+                slept.setdefault(topic_id, turn)
+            elif status == "active" and topic_id in slept:
+                woke.append(topic_id)
+                del slept[topic_id]
+    assert slept or woke, "no topic of the demo fell dormant"
+    assert woke, "no dormant topic of the demo came back"
 
 
 def test_subject_labels_cover_the_script() -> None:

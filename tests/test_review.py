@@ -218,3 +218,56 @@ def test_pinned_topics_stay_and_a_merge_keeps_both_topics_use(
     assert blocks["kyotoB"] not in after  # merged into kyotoA ...
     assert after[blocks["kyotoA"]].get("usage", {}).get("rating") == 4  # ... with its rating
     assert memory.check(THREAD).ok
+
+
+def test_a_date_query_brings_back_the_archived_topics_of_its_period(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    # Seed 000 §4.8: archived topics come back only when asked for, and a date query asks.
+    memory = imported(make_memory, roles)
+    blocks = topics_by_block(memory)
+    memory.review(THREAD, now="2030-01-01")
+    assert all(t["status"] == "archived" for t in registry(memory).values())
+    # A message that holds a date but asks for nothing wakes nothing.
+    memory.chat(THREAD, "My flight is on February 12, 2024, can you note that?")
+    assert all(t["status"] == "archived" for t in registry(memory).values())
+
+    memory.chat(THREAD, "What did we talk about in February 2024?")
+    state = memory.state(THREAD)
+    stocks = blocks["stocks"]
+    assert state["topics"][stocks]["status"] == "active"
+    assert stocks in state["context"]["topic_ids"]  # back in the window this turn
+    queried = [e for e in state["events"] if e["kind"] == "date_query"]
+    assert queried and "2024-02-01..2024-02-29" in queried[0]["detail"]
+    activated = [e for e in state["events"] if e["kind"] == "activated"]
+    assert activated and activated[0]["reason"] == "date_query"
+    # The Kyoto topic (January, merged with its March return) spans February too; the
+    # April's sourdough topic stays archived until asked for.
+    woken = {b for b, t in blocks.items() if state["topics"].get(t, {}).get("status") == "active"}
+    assert woken == {"stocks", "kyotoA"}
+    assert state["topics"][blocks["sourdough"]]["status"] == "archived"
+
+    memory.chat(THREAD, "还记得2024年4月我们聊了什么吗？")
+    assert registry(memory)[blocks["sourdough"]]["status"] == "active"
+    assert memory.check(THREAD).ok
+
+
+class _SilentRouter:
+    """An index router that ranks no candidate (a model that answered with nothing)."""
+
+    def route(self, query: str, candidates: object, *, deep: bool) -> list[object]:
+        return []
+
+
+def test_the_date_chooses_the_topics_of_its_period_whatever_the_router_says(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    memory = imported(make_memory, with_roles(roles, index_router=_SilentRouter()))
+    blocks = topics_by_block(memory)
+    memory.review(THREAD, now="2030-01-01")
+    memory.chat(THREAD, "我们2024年2月聊了什么？")
+    state = memory.state(THREAD)
+    assert state["topics"][blocks["stocks"]]["status"] == "active"
+    activated = [e for e in state["events"] if e["kind"] == "activated"]
+    assert "in the asked period" in activated[0]["detail"]
+    assert memory.check(THREAD).ok

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
 from langgraph_topics.cli.tables import clip
 from langgraph_topics.memory import TopicMemory
+from langgraph_topics.state.records import TopicRecord
 
 DEMO_BUDGET = 1000
 """Small enough that the script splits after a few turns."""
@@ -18,6 +20,22 @@ def load_script() -> list[dict[str, str]]:
     """The demo's user lines with a note on what each one shows."""
     text = (resources.files("langgraph_topics.demo") / "script.jsonl").read_text("utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _woken(
+    topics: Mapping[str, TopicRecord], asleep_since: dict[str, int], turn: int
+) -> list[tuple[str, int]]:
+    """Topics active again this turn after sleeping, with the turn each fell asleep.
+
+    ``asleep_since`` (topic id: turn it fell dormant or was archived) is kept up to date.
+    """
+    woken: list[tuple[str, int]] = []
+    for topic_id, record in topics.items():
+        if record["status"] in ("dormant", "archived"):
+            asleep_since.setdefault(topic_id, turn)
+        elif topic_id in asleep_since and record["status"] == "active":
+            woken.append((record["name"], asleep_since.pop(topic_id)))
+    return woken
 
 
 def run_demo(data_dir: Path | None, thread_id: str, budget: int | None) -> int:
@@ -30,9 +48,11 @@ def run_demo(data_dir: Path | None, thread_id: str, budget: int | None) -> int:
             f"budget {memory.settings.budget_tokens} tokens, split at "
             f"{memory.settings.split_trigger:.0%}, last {memory.settings.keep_recent} kept\n"
         )
+        asleep_since: dict[str, int] = {}
         for turn, line in enumerate(load_script(), start=1):
             reply = memory.chat(thread_id, line["text"])
             state = memory.state(thread_id)
+            woken = _woken(state.get("topics", {}), asleep_since, turn)
             estimate = state["estimate"]
             active = sum(1 for t in state.get("topics", {}).values() if t["status"] == "active")
             note = f"  ({line['note']})" if line.get("note") else ""
@@ -50,10 +70,13 @@ def run_demo(data_dir: Path | None, thread_id: str, budget: int | None) -> int:
                     "activated",
                     "dormant",
                     "recall_cue",
+                    "date_query",
                     "index_search",
                     "degraded",
                 ):
                     print(f"  {event['kind']:<7}: {clip(event['detail'], 100)}")
+            for name, since in woken:
+                print(f"  woken  : {clip(name, 50)}, dormant since turn {since}")
             print(f"  reply  : {clip(reply, 90)}\n")
         report = memory.check(thread_id)
         print("check  :", "all invariants hold" if report.ok else "; ".join(report.findings))

@@ -9,6 +9,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.archived_recall import named_archived
+from langgraph_topics.activation.dated_topics import dated_topics, topic_spans
 from langgraph_topics.activation.grey import activation_quota, candidate_threshold
 from langgraph_topics.activation.hierarchy import through_children
 from langgraph_topics.errors import log_degraded
@@ -18,9 +19,10 @@ from langgraph_topics.roles.protocols import RoutedTopic, TopicInfo
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.scoring import archive_tier
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
-from langgraph_topics.state.records import ActivationRequest, TurnEvent
+from langgraph_topics.state.records import ActivationRequest, AskedPeriod, TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
+from langgraph_topics.stores.protocols import ReviewableTopicStore, TopicStore
 from langgraph_topics.subtopics.families import prior_families
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,16 @@ def evidence_topics(
         if topic_id != UNSPLIT_GROUP and topic_id not in found:
             found[topic_id] = float(evidence.relevance[position])
     return list(found.items())
+
+
+def period_topics(
+    periods: list[AskedPeriod], topics: dict[str, TopicRecord], store: TopicStore, k: int
+) -> list[str]:
+    """The ``k`` newest dormant or archived topics discussed in a date query's periods."""
+    if not periods:
+        return []
+    archive = store.archive_entries() if isinstance(store, ReviewableTopicStore) else []
+    return dated_topics(periods, topics, topic_spans(store.time_index(), archive))[:k]
 
 
 def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
@@ -74,17 +86,21 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     similarity = {topic_id: score for topic_id, score in hits if topic_id in dormant}
     # An archived topic is offered only when a recall cue names it (an explicit request).
     named = named_archived(request["query"], topics) if request["reason"] == "recall_cue" else []
-    if named:
+    # A date query offers the sleeping topics discussed in its period, archived ones included.
+    dated = period_topics(request.get("periods") or [], topics, stores.topic_store, k)
+    explicit = list(dict.fromkeys([*named, *dated]))
+    if explicit:
         wide = stores.topic_index.search(request["query"], k=len(topics), exclude_status=())
         found = dict(wide)
-        similarity.update({topic_id: found.get(topic_id, 0.0) for topic_id in named})
-    offered = dormant | set(named)
+        for topic_id in explicit:
+            similarity[topic_id] = max(similarity.get(topic_id, 0.0), found.get(topic_id, 0.0))
+    offered = dormant | set(explicit)
     # The briefs describe a topic; the message index finds the one message that answers.
     for topic_id, score in evidence_topics(services, thread_id, state, request["query"], k):
         if topic_id in offered:
             similarity[topic_id] = max(score, similarity.get(topic_id, 0.0))
     ranked_ids = sorted(similarity, key=lambda t: -similarity[t])[:k]
-    ranked_ids += [topic_id for topic_id in named if topic_id not in ranked_ids]
+    ranked_ids += [topic_id for topic_id in explicit if topic_id not in ranked_ids]
     candidates: list[tuple[TopicInfo, float]] = []
     missing: list[str] = []
     for topic_id in ranked_ids:
@@ -104,7 +120,8 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             "reason": request["reason"],
             "topic_ids": [info["id"] for info, _ in candidates],
             "detail": f"{len(candidates)} dormant candidates, {kind} search"
-            + (f" ({len(named)} archived, named by the cue)" if named else ""),
+            + (f" ({len(named)} archived, named by the cue)" if named else "")
+            + (f" ({len(dated)} discussed in the asked period)" if dated else ""),
         }
     ]
     if missing:
@@ -128,9 +145,22 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             for i, s in candidates
         ]
     known = {info["id"] for info, _ in candidates}
+    # A router that leaves a topic of the asked period out does not overrule the date.
+    routed_ids = {r["topic_id"] for r in routed}
+    routed = routed + [
+        RoutedTopic(topic_id=topic_id, relevance=similarity[topic_id], reason="in the asked period")
+        for topic_id in dated
+        if topic_id in known and topic_id not in routed_ids
+    ]
     threshold = candidate_threshold(active_count, deep=request["deep"])
     quota = activation_quota(active_count, settings, deep=request["deep"])
-    chosen = [r for r in routed if r["topic_id"] in known and r["relevance"] >= threshold][:quota]
+    # A topic of the asked period is what the user asked for: the date chooses it, whatever
+    # its relevance to the words of the question ("what did we talk about in March?").
+    chosen = [
+        r
+        for r in routed
+        if r["topic_id"] in known and (r["relevance"] >= threshold or r["topic_id"] in dated)
+    ][:quota]
 
     now = services.clock().isoformat()
     for pick in chosen:

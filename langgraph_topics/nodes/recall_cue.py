@@ -1,14 +1,24 @@
-"""Notice when the user thinks the assistant forgot (seed 000 §4.7 path 3)."""
+"""Recall cues (seed 000 §4.7 path 3) and date queries (§4.8): explicit requests to remember.
+
+A recall cue ("you forgot?", "我之前说过") and a date query ("what did we talk about in
+March?") both start a deep index search before the topic windows run.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import date, datetime
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
 
+from langgraph_topics.activation.date_query import find_date_query
+from langgraph_topics.activation.dated_topics import asked_periods
 from langgraph_topics.activation.recall_cues import find_recall_cue
-from langgraph_topics.state.messages import text_of
+from langgraph_topics.services import TopicContext, services_of
+from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of
 from langgraph_topics.state.records import ActivationRequest, TurnEvent
 from langgraph_topics.state.schema import TopicState
 
@@ -21,13 +31,50 @@ def latest_user_text(state: TopicState) -> str:
     return ""
 
 
-def recall_cue(state: TopicState) -> dict[str, Any]:
-    """Request a deep index search, without asking the user, when a recall cue appears."""
-    text = latest_user_text(state)
-    cue = find_recall_cue(text) if state.get("topics") else None
-    if cue is None:
+def reference_day(state: TopicState, clock: Callable[[], datetime]) -> date:
+    """The day "last week" is counted from: the newest user message's own, else the clock's.
+
+    An imported or replayed conversation carries its send times; "yesterday" then means the
+    day before that message was sent, not before the turn runs.
+    """
+    for message in reversed(state["messages"]):
+        if isinstance(message, HumanMessage):
+            sent = message.additional_kwargs.get(TIMESTAMP_KEY)
+            if isinstance(sent, str):
+                try:
+                    return datetime.fromisoformat(sent).date()
+                except ValueError:
+                    pass
+            break
+    return clock().date()
+
+
+def recall_cue(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+    """Request a deep index search, without asking the user, on a recall cue or date query."""
+    if not state.get("topics"):
         return {}
-    request: ActivationRequest = {"query": text, "reason": "recall_cue", "deep": True}
-    event: TurnEvent = {"kind": "recall_cue", "detail": f"cue {cue!r}: deep index search"}
-    get_stream_writer()({"event": "recall_cue", "cue": cue})
-    return {"activation": request, "events": [event]}
+    text = latest_user_text(state)
+    cue = find_recall_cue(text)
+    query = find_date_query(text, reference_day(state, services_of(runtime).clock))
+    if cue is None and query is None:
+        return {}
+    request: ActivationRequest = {
+        "query": text,
+        "reason": "recall_cue" if cue is not None else "date_query",
+        "deep": True,
+    }
+    events: list[TurnEvent] = []
+    writer = get_stream_writer()
+    if cue is not None:
+        events.append({"kind": "recall_cue", "detail": f"cue {cue!r}: deep index search"})
+        writer({"event": "recall_cue", "cue": cue})
+    if query is not None:
+        request["periods"] = asked_periods(query.periods)
+        events.append(
+            {
+                "kind": "date_query",
+                "detail": f"{query.asks!r} about {query.describe()}: topics of the period",
+            }
+        )
+        writer({"event": "date_query", "periods": request["periods"]})
+    return {"activation": request, "events": events}

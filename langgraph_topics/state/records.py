@@ -220,6 +220,7 @@ class TurnEvent(TypedDict):
         "activated",
         "dormant",
         "recall_cue",
+        "date_query",
         "index_search",
         "trimmed",
         "reconciled",
@@ -292,10 +293,21 @@ class ThreadBefore(TypedDict):
     turn: int
 
 
+class AskedPeriod(TypedDict):
+    """A period a date query asks about: ISO days, both included, and the words that said it."""
+
+    start: str
+    end: str
+    said: str
+
+
 class ActivationRequest(TypedDict):
     """A request to search the topic index and activate what it finds."""
 
     query: str
-    reason: Literal["tool_call", "recall_cue", "weak_results"]
+    reason: Literal["tool_call", "recall_cue", "weak_results", "date_query"]
     deep: bool
-    """Deep search: more candidates, looser threshold (recall cues)."""
+    """Deep search: more candidates, looser threshold (recall cues, date queries)."""
+    periods: NotRequired[list[AskedPeriod]]
+    """A date query's periods: the dormant and archived topics discussed in them are offered
+    (seed 000 §4.8: a date query is one of the explicit requests that reach the archive)."""
