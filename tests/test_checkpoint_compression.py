@@ -14,7 +14,7 @@ from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.roles.native import native_roles
-from langgraph_topics.stores.checkpoint_compression import ZstdCodec
+from langgraph_topics.stores.checkpoint_compression import ZstdCodec, compressed_serializer
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 
 
@@ -88,3 +88,11 @@ def test_the_schema_allowlist_still_reaches_the_inner_serializer(
 def test_bytes_of_another_codec_fail_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match="encoded with 'aes'"):
         ZstdCodec().decrypt("aes", b"\x00")
+
+
+@pytest.mark.parametrize("value", [None, b"", "", 0, {"a": [1, 2]}, b"\x00" * 10])
+def test_every_kind_of_value_comes_back_as_it_went_in(value: object) -> None:
+    serializer = compressed_serializer()
+    kind, data = serializer.dumps_typed(value)
+    assert kind.endswith("+zstd")
+    assert serializer.loads_typed((kind, data)) == value
