@@ -20,9 +20,9 @@ from typing_extensions import TypedDict
 from langgraph_topics import Settings, TopicMemory, TopicServices
 from langgraph_topics.cli.main import main
 from langgraph_topics.errors import InputError
-from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.nodes.assemble import assemble_window
 from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.services import TopicContext
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.embeddings import UseEmbedder
 from langgraph_topics.tokens import default_token_counter
@@ -361,14 +361,6 @@ def test_a_failing_langgraph_step_shows_as_failed(open_memory: Any) -> None:
 # ---------------------------------------------------------------- no workflow: nothing changes
 
 
-def _graph_without_inject_workflow(checkpointer: Any = None, *, full_input: bool = False) -> Any:
-    """The graph as it was before the node: START goes straight to estimate."""
-    builder = build_graph(checkpointer, full_input=full_input).builder
-    builder.nodes.pop("inject_workflow")
-    builder.edges = {e for e in builder.edges if "inject_workflow" not in e} | {(START, "estimate")}
-    return builder.compile(checkpointer=checkpointer, name="topic_memory")
-
-
 def _model_view(window: Any) -> tuple[str, list[tuple[str, str]]]:
     return window["system_prompt"], [(m["role"], m["content"]) for m in window["messages"]]
 
@@ -392,11 +384,9 @@ def _observe(memory: TopicMemory, caplog: pytest.LogCaptureFixture) -> list[Any]
         memory.import_messages(thread, records)
         for line in LINES:
             caplog.clear()
-            with caplog.at_level(logging.WARNING, logger="langgraph_topics.nodes.inject_workflow"):
+            with caplog.at_level(logging.WARNING, logger="langgraph_topics.workflow.turn_path"):
                 reply = memory.chat(thread, line)
-            warnings = [
-                r.getMessage() for r in caplog.records if r.name.endswith("inject_workflow")
-            ]
+            warnings = [r.getMessage() for r in caplog.records if r.name.endswith("turn_path")]
             state = memory.state(thread)
             seen.append(
                 {
@@ -412,10 +402,11 @@ def _observe(memory: TopicMemory, caplog: pytest.LogCaptureFixture) -> list[Any]
     return seen
 
 
-def test_without_a_workflow_every_prompt_is_byte_identical_to_the_graph_without_the_node(
+def test_without_a_workflow_every_prompt_is_byte_identical_to_a_graph_reading_none(
     open_memory: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from langgraph_topics import memory as memory_module
+    from langgraph_topics.nodes import estimate as estimate_module
     from langgraph_topics.nodes import respond as respond_module
     from langgraph_topics.stores import topic_records
 
@@ -442,9 +433,9 @@ def test_without_a_workflow_every_prompt_is_byte_identical_to_the_graph_without_
     same_ids()
     ours = _observe(with_node, caplog)
 
+    # The graph as it was before workflows: the first step reads none.
+    monkeypatch.setattr(estimate_module, "workflow_update", lambda *args: {})
     without_node = open_memory("without", budget=900)
-    without_node.graph = _graph_without_inject_workflow(without_node.checkpointer)
-    without_node._replay_graph = _graph_without_inject_workflow(full_input=True)
     same_ids()
     theirs = _observe(without_node, caplog)
 
@@ -508,15 +499,26 @@ def test_a_stored_workflow_survives_a_reopen(open_memory: Any) -> None:
         second.update_workflow_node(THREAD, "zzz", summary="x")
 
 
-def test_the_graph_and_studio_start_with_inject_workflow() -> None:
+def test_the_first_step_reads_the_workflow_and_studio_shows_it_there(open_memory: Any) -> None:
     from langgraph_topics.graph.studio import graph
 
     drawn = graph.get_graph()
-    assert "inject_workflow" in drawn.nodes
     edges = {(e.source, e.target) for e in drawn.edges}
-    assert ("__start__", "inject_workflow") in edges
-    assert ("inject_workflow", "estimate") in edges
-    assert ("__start__", "estimate") not in edges
+    assert ("__start__", "estimate") in edges  # no step of its own: one step fewer a turn
+    memory = open_memory()
+    memory.set_workflow(THREAD, {"nodes": [{"id": "book", "status": "running"}]})
+    config = {"configurable": {"thread_id": THREAD}}
+    updates = list(
+        memory.graph.stream(
+            {"messages": [("user", "Which hotel?")]},
+            config,
+            context=TopicContext(services=memory.services),
+            stream_mode="updates",
+        )
+    )
+    first = updates[0]
+    assert list(first) == ["estimate"]
+    assert first["estimate"]["workflow"]["current"] == "book"
 
 
 def test_cli_set_node_show_and_a_bad_file(
@@ -625,7 +627,7 @@ def test_a_source_that_raises_is_skipped_with_one_warning(
     memory.chat(THREAD, "Which hotel?")
     assert memory.state(THREAD)["workflow"]["current"] == "book"
     memory.set_workflow(THREAD, _FailingSource())  # attached in memory: wins over the file
-    with caplog.at_level(logging.WARNING, logger="langgraph_topics.nodes.inject_workflow"):
+    with caplog.at_level(logging.WARNING, logger="langgraph_topics.workflow.turn_path"):
         reply = memory.chat(THREAD, "Let's plan the Kyoto trip for next April.")
     assert reply
     state = memory.state(THREAD)

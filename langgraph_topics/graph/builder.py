@@ -14,7 +14,6 @@ from langgraph_topics.nodes.assemble import assemble
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.nodes.end_context import end_context
 from langgraph_topics.nodes.estimate import estimate
-from langgraph_topics.nodes.inject_workflow import inject_workflow
 from langgraph_topics.nodes.recall_cue import recall_cue
 from langgraph_topics.nodes.respond import respond
 from langgraph_topics.nodes.split import split
@@ -48,7 +47,6 @@ def build_graph(
         input_schema=TopicState if full_input else InputState,
         output_schema=TopicState,
     )
-    builder.add_node("inject_workflow", inject_workflow)
     builder.add_node("estimate", estimate)
     builder.add_node("split", split)
     builder.add_node("recall_cue", recall_cue)
@@ -59,10 +57,8 @@ def build_graph(
     builder.add_node("bookkeeping", bookkeeping)
     builder.add_node("end_context", end_context)
 
-    # Every turn starts by reading the thread's workflow (seed 001 T4; nothing without one),
-    # then estimating the main window.
-    builder.add_edge(START, "inject_workflow")
-    builder.add_edge("inject_workflow", "estimate")
+    # Every turn starts by estimating the main window (with the thread's workflow, seed 001 T4).
+    builder.add_edge(START, "estimate")
     # Over 70 % of the budget: split before the topic windows read anything.
     builder.add_conditional_edges("estimate", routing.after_estimate, ["split", "recall_cue", END])
     builder.add_conditional_edges("split", routing.after_split, ["recall_cue", END])

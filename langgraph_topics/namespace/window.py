@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 from langgraph_topics.namespace.policy import NamespacePolicy
@@ -58,12 +59,20 @@ def windowed_messages(
     *,
     preview_chars: int = PREVIEW_CHARS,
 ) -> list[StoredMessage]:
-    """The messages as a window shows them (nothing is stored: for estimates and readers)."""
+    """The messages as a window shows them (nothing is stored: for estimates and readers).
+
+    Each topic window shows its whole topic every turn: the roles are read in one pass in C,
+    and only a list holding tool results is looked at message by message (a topic of
+    thousands of messages without one cost a Python call per message, every turn).
+    """
+    given = list(messages)
+    if not policy.enabled or "tool" not in map(itemgetter("role"), given):
+        return given
     return [
         {**m, "content": reference_text(m, language, prompt_dir, preview_chars=preview_chars)}
         if policy.is_large(m)
         else m
-        for m in messages
+        for m in given
     ]
 
 

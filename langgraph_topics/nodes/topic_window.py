@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.namespace.policy import NamespacePolicy
+from langgraph_topics.namespace.topic_views import TopicViews
 from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 
 SUMMARY_HARD_LIMIT_FACTOR = 2
 """The summary limit is soft (§16.1); past twice the limit it is cut, to protect the budget."""
+
+_TOPIC_VIEWS = TopicViews()
+"""Shared by every memory of the process: a view is reused only for equal messages."""
 
 
 def clamp_score(value: object) -> float:
@@ -84,16 +88,26 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     # The topic window reads large tool results as the main window shows them (seed 001 T2).
     language = detect_language((m["content"] for m in task["unsplit"][-10:]), settings.language)
     policy = NamespacePolicy.of(settings)
-    shown_topic, shown_unsplit = (
-        windowed_messages(
+
+    def shown(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
+        return windowed_messages(
             messages,
             policy,
             language,
             settings.prompt_dir,
             preview_chars=settings.namespace_preview_chars,
         )
-        for messages in (topic_messages, task["unsplit"])
+
+    view_key = (
+        task["thread_id"],
+        task["topic_id"],
+        policy,
+        language,
+        str(settings.prompt_dir),
+        settings.namespace_preview_chars,
     )
+    shown_topic = _TOPIC_VIEWS.view(view_key, topic_messages, shown)
+    shown_unsplit = shown(task["unsplit"])
     try:
         if uses_evidence(window):
             evidence = turn_evidence(services, stores, task["unsplit"], task.get("families") or {})

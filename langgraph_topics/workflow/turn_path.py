@@ -1,9 +1,12 @@
-"""First step of a turn: load the thread's workflow and keep its active path (seed 001 T4).
+"""The thread's workflow at the start of a turn: load it and keep its active path (seed 001 T4).
 
-The assembler renders the path at the top of the system prompt, within the budget. A thread
-without a workflow is left exactly as it was (no state key is written, so its prompt is
-byte-identical to a graph without this node); a workflow that cannot be loaded is skipped with
-one warning line, and the turn goes on without it.
+``estimate``, the first step of every turn, calls this before it counts the system prompt, so
+the path is counted there and rendered by the assembler at the top of the system prompt,
+within the budget. (It was a graph step of its own, and every LangGraph step reads the whole
+state and schedules a task: inside ``estimate`` it costs no step.) A thread without a
+workflow is left exactly as it was (no state key is written, so its prompt is byte-identical
+to a graph without workflows); a workflow that cannot be loaded is skipped with one warning
+line, and the turn goes on without it.
 """
 
 from __future__ import annotations
@@ -11,10 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from langgraph.runtime import Runtime
-
 from langgraph_topics.errors import first_line
-from langgraph_topics.services import TopicContext, services_of, thread_id_of
+from langgraph_topics.services import TopicServices
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.workflow.active_path import active_path
 from langgraph_topics.workflow.protocol import WorkflowUnavailable
@@ -23,13 +24,15 @@ from langgraph_topics.workflow.validation import parse_dag
 log = logging.getLogger(__name__)
 
 
-def inject_workflow(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
-    """Keep the active path of the thread's workflow in ``workflow`` (cleared when it has none)."""
+def workflow_update(state: TopicState, services: TopicServices, thread_id: str) -> dict[str, Any]:
+    """``{"workflow": path}`` for this turn (``None`` when it has none), or ``{}``: unchanged.
+
+    An import assembles no window, so it reads no workflow; neither does a thread that never
+    had one and has none now.
+    """
     had_one = state.get("workflow") is not None
-    if (state.get("mode") or "chat") == "import":  # an import assembles no window
+    if (state.get("mode") or "chat") == "import":
         return {}
-    services = services_of(runtime)
-    thread_id = thread_id_of(runtime)
     source = services.workflows.source_for(thread_id, services.settings.data_dir)
     if source is None:
         return {"workflow": None} if had_one else {}
