@@ -32,6 +32,7 @@ def _window(
     lookup: list[StoredMessage],
     budget: int,
     located: dict[str, str] | None = None,
+    family_heads: dict[str, TopicResult] | None = None,
 ):  # type: ignore[no-untyped-def]
     return assemble_window(
         working,
@@ -43,6 +44,7 @@ def _window(
         reference_threshold=0.3,
         language="en",
         counter=COUNTER,
+        family_heads=family_heads,
     )
 
 
@@ -247,18 +249,7 @@ def test_subtopics_of_one_family_share_one_block_under_their_root() -> None:
         _result("trip-b", 0.5, ["m100", "m102"], summary="shrine at dawn"),
     ]
     families = {"trip-a": root, "trip-b": root}
-    window = assemble_window(
-        working,
-        {},
-        results,
-        {m["id"]: m for m in stored},
-        budget=100_000,
-        keep_recent=20,
-        reference_threshold=0.3,
-        language="en",
-        counter=COUNTER,
-        family_heads=families,
-    )
+    window = _window(working, results, stored, budget=100_000, family_heads=families)
     prompt = window["system_prompt"]
     # One header for the family, the root's; its subtopics' quotes in conversation order.
     assert prompt.count("## Kyoto trip (trip)") == 1
@@ -288,18 +279,7 @@ def test_a_family_block_pays_one_header() -> None:
     root: TopicResult = {**_result("a", 0.0, []), "name": "A", "brief": "", "summary": ""}
 
     def quoted(heads: dict[str, TopicResult] | None, budget: int) -> int:
-        window = assemble_window(
-            working,
-            {},
-            results,
-            {m["id"]: m for m in stored},
-            budget=budget,
-            keep_recent=20,
-            reference_threshold=0.3,
-            language="en",
-            counter=COUNTER,
-            family_heads=heads,
-        )
+        window = _window(working, results, stored, budget=budget, family_heads=heads)
         return len(window["referenced_messages"])
 
     # The smallest budget that shows both quotes as one family shows fewer as two topics.

@@ -262,16 +262,24 @@ def _ago(today: date, least: int, most: int, unit: str, said: str) -> DatePeriod
     return DatePeriod(date(year, 1, 1), date(today.year - least, 12, 31), said)
 
 
+class _Spans:
+    """The parts of a text already read as a date, so that a later pattern skips them."""
+
+    def __init__(self) -> None:
+        self.taken: list[tuple[int, int]] = []
+
+    def claim(self, match: re.Match[str]) -> bool:
+        """Take the match's span; False when it overlaps one taken before."""
+        start, end = match.span()
+        if any(start < e and end > s for s, e in self.taken):
+            return False
+        self.taken.append((start, end))
+        return True
+
+
 def _english(text: str, today: date) -> list[tuple[int, DatePeriod | None]]:
     found: list[tuple[int, DatePeriod | None]] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(match: re.Match[str]) -> bool:
-        start, end = match.span()
-        if any(start < e and end > s for s, e in taken):
-            return False
-        taken.append((start, end))
-        return True
+    free = _Spans().claim
 
     for match in _ISO_DAY.finditer(text):
         if free(match):
@@ -373,14 +381,7 @@ def _english_relative(match: re.Match[str], today: date) -> DatePeriod | None:
 
 def _chinese(text: str, today: date) -> list[tuple[int, DatePeriod | None]]:
     found: list[tuple[int, DatePeriod | None]] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(match: re.Match[str]) -> bool:
-        start, end = match.span()
-        if any(start < e and end > s for s, e in taken):
-            return False
-        taken.append((start, end))
-        return True
+    free = _Spans().claim
 
     for match in _CHINESE_FULL.finditer(text):
         if not free(match):
