@@ -1,4 +1,4 @@
-"""Which undivided topic each subtopic comes from: the evidence score's topic prior reads these.
+"""Which undivided topic each subtopic comes from: the evidence prior and the window read these.
 
 The prior on a message is the strength of its topic's best messages (``retrieval/evidence``).
 On its subtopic alone, a subtopic holding none of a large topic's best messages would drop its
