@@ -15,7 +15,7 @@ def open_sqlite_checkpointer(path: Path) -> SqliteSaver:
 
     The connection is shared across threads (``check_same_thread=False``): the saver serialises
     access with its own lock. WAL lets readers (Studio, the CLI) look at checkpoints while a run
-    writes them. Checkpoints are stored zlib-compressed (``checkpoint_compression``); rows of
+    writes them. Checkpoints are stored zstd-compressed (``checkpoint_compression``); rows of
     an older database, stored plain, load as they are. The caller owns the connection: close it
     with ``saver.conn.close()``.
 
