@@ -108,9 +108,12 @@ class _Blocks:
     """Each block's header: a topic's own result, or its family's root as a result."""
     members: Mapping[str, list[str]]
     """Each block's topics, best first."""
-    order: list[str]
-    """The blocks, best first (a family by its best subtopic)."""
     block_of: Mapping[str, str]
+
+    @property
+    def order(self) -> list[str]:
+        """The blocks, best first (a family by its best subtopic)."""
+        return list(self.heads)
 
     def of(self, topic_id: str) -> str:
         """The block a topic's pieces go to."""
@@ -137,7 +140,6 @@ class _Blocks:
             results={r["topic_id"]: r for r in ranked},
             heads=heads,
             members=members,
-            order=list(heads),
             block_of=block_of,
         )
 
