@@ -169,6 +169,7 @@ def test_overhead_measures_both_graphs() -> None:
 
     size = measure_size(120, 4, 2)
     assert size["topic_graph"]["median_ms"] > 0 and size["plain_graph"]["median_ms"] > 0
+    assert size["topic_graph"]["cpu_ms"] > 0 and size["floor_graph"]["cpu_ms"] > 0
     assert size["topic_graph"]["checkpoint_bytes_per_turn"] > 0
 
 

@@ -10,6 +10,11 @@ its peak RSS is its own. Beside the topic graph, in the same process:
   checkpointer) holding the whole history, what a memory-less app pays.
 
 Then the memory is closed and opened again, and the first context query timed (cold start).
+
+Each turn is timed twice: wall time, and the process's CPU time (every thread of it). On a
+machine shared with other work the wall time of a turn stretches with the load, and the
+floor's, measured a few seconds later, with another load; CPU time is what the process itself
+spent, so ``cpu ÷ floor`` compares the two graphs even then.
 """
 
 from __future__ import annotations
@@ -64,13 +69,16 @@ def directory_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _timed_turns(turn: Callable[[int], object], turns: int) -> list[float]:
-    seconds: list[float] = []
+def _timed_turns(turn: Callable[[int], object], turns: int) -> tuple[list[float], list[float]]:
+    """Wall seconds and process CPU seconds of each turn."""
+    wall: list[float] = []
+    cpu: list[float] = []
     for number in range(turns):
-        started = time.perf_counter()
+        started, used = time.perf_counter(), time.process_time()
         turn(number)
-        seconds.append(time.perf_counter() - started)
-    return seconds
+        cpu.append(time.process_time() - used)
+        wall.append(time.perf_counter() - started)
+    return wall, cpu
 
 
 def _plain_graph(path: Path) -> Any:
@@ -111,7 +119,9 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     build_seconds = time.perf_counter() - started
     database = work / "topics" / "checkpoints.sqlite"
     written = checkpoint_bytes(database)
-    topic_seconds = _timed_turns(lambda n: memory.chat("t", message_text(10**7 + n)), turns)
+    topic_seconds, topic_cpu = _timed_turns(
+        lambda n: memory.chat("t", message_text(10**7 + n)), turns
+    )
     topic_written = checkpoint_bytes(database) - written
     memory.close()
     size = directory_bytes(work / "topics")
@@ -131,7 +141,7 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
         working=[message_text(n) for n in range(history - 30, history)],
     )
     written = checkpoint_bytes(floor_path)
-    floor_seconds = _timed_turns(lambda n: floor.turn(message_text(10**7 + n)), turns)
+    floor_seconds, floor_cpu = _timed_turns(lambda n: floor.turn(message_text(10**7 + n)), turns)
     floor_written = checkpoint_bytes(floor_path) - written
 
     plain_path = work / "plain.sqlite"
@@ -144,7 +154,7 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     plain.update_state(config, {"messages": seeded}, as_node="reply")
     del seeded
     written = checkpoint_bytes(plain_path)
-    plain_seconds = _timed_turns(
+    plain_seconds, _ = _timed_turns(
         lambda n: plain.invoke({"messages": [HumanMessage(message_text(10**7 + n))]}, config),
         turns,
     )
@@ -161,6 +171,7 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
         "topic_graph": {
             "median_ms": round(1000 * statistics.median(topic_seconds), 1),
             "p95_ms": round(1000 * _p95(topic_seconds), 1),
+            "cpu_ms": round(1000 * statistics.median(topic_cpu), 1),
             "checkpoint_bytes_per_turn": topic_written // turns,
             "data_dir_bytes": size,
             "bytes_per_message": size // history,
@@ -170,6 +181,7 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
         "floor_graph": {
             "median_ms": round(1000 * statistics.median(floor_seconds), 1),
             "p95_ms": round(1000 * _p95(floor_seconds), 1),
+            "cpu_ms": round(1000 * statistics.median(floor_cpu), 1),
             "checkpoint_bytes_per_turn": floor_written // turns,
         },
         "plain_graph": {
@@ -203,8 +215,10 @@ def run_overhead(
             results.append(pool.apply(measure_size, (h, t, turns)))
         last = results[-1]
         progress(
-            f"  topic graph {last['topic_graph']['median_ms']} ms/turn,"
-            f" floor {last['floor_graph']['median_ms']} ms/turn,"
+            f"  topic graph {last['topic_graph']['median_ms']} ms/turn"
+            f" ({last['topic_graph']['cpu_ms']} ms CPU),"
+            f" floor {last['floor_graph']['median_ms']} ms/turn"
+            f" ({last['floor_graph']['cpu_ms']} ms CPU),"
             f" plain {last['plain_graph']['median_ms']} ms/turn,"
             f" cold start {last['topic_graph']['cold_start_seconds']} s"
         )
@@ -229,6 +243,9 @@ def overhead_table(report: dict[str, Any]) -> str:
                 mine["p95_ms"],
                 floor["median_ms"],
                 f"{mine['median_ms'] / max(floor['median_ms'], 1e-9):.2f}",
+                mine["cpu_ms"],
+                floor["cpu_ms"],
+                f"{mine['cpu_ms'] / max(floor['cpu_ms'], 1e-9):.2f}",
                 plain["median_ms"],
                 f"{mine['checkpoint_bytes_per_turn']:,}",
                 f"{floor['checkpoint_bytes_per_turn']:,}",
@@ -244,6 +261,9 @@ def overhead_table(report: dict[str, Any]) -> str:
         "p95 ms",
         "floor ms",
         "÷ floor",
+        "cpu ms",
+        "floor cpu ms",
+        "cpu ÷ floor",
         "plain chat ms",
         "ckpt B/turn",
         "floor ckpt B/turn",

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from string import Formatter
 
 from langchain_core.prompts import PromptTemplate
 
@@ -43,10 +44,42 @@ class PromptFile:
         return _compiled(self.template).format(**{v: values[v] for v in self.variables})
 
 
+@dataclass(frozen=True)
+class _Pieces:
+    """A template as its literal texts and plain ``{name}`` fields, filled by one join.
+
+    What LangChain's f-string formatter does for such a template (``string.Formatter``:
+    the literal text, then ``format(value, spec)`` for each field), without parsing the
+    template again on every call: the assembler renders a topic block twice per topic a turn.
+    """
+
+    parts: tuple[tuple[str, str | None, str], ...]
+    """``(literal text, field name or None, format spec)``, in order."""
+
+    def format(self, **values: object) -> str:
+        out: list[str] = []
+        for literal, name, spec in self.parts:
+            out.append(literal)
+            if name is not None:
+                out.append(format(values[name], spec))
+        return "".join(out)
+
+
 @lru_cache(maxsize=256)
-def _compiled(template: str) -> PromptTemplate:
-    """The template parsed once: the assembler renders topic blocks many times a turn."""
-    return PromptTemplate.from_template(template)
+def _compiled(template: str) -> _Pieces | PromptTemplate:
+    """The template parsed once (LangChain's ``PromptTemplate`` checks it).
+
+    Templates whose fields are plain names become :class:`_Pieces`; any other field (an
+    attribute, an index, a conversion, a nested spec) is left to the ``PromptTemplate``.
+    """
+    checked = PromptTemplate.from_template(template)
+    parts: list[tuple[str, str | None, str]] = []
+    for literal, name, spec, conversion in Formatter().parse(template):
+        plain = name is None or (name.isidentifier() and conversion is None)
+        if not plain or (spec and "{" in spec):
+            return checked
+        parts.append((literal, name, spec or ""))
+    return _Pieces(tuple(parts))
 
 
 def parse_prompt(name: str, language: str, text: str, source: str) -> PromptFile:
