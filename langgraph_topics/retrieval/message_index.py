@@ -266,7 +266,8 @@ class MessageIndex:
             replace_durably(meta_path, json.dumps(meta).encode("utf-8"))
         append_durably(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
         if self._projection is not None and self._projection_files is not None:
-            self._projection_files.append(self._projection.shadows_of(vectors))
+            shadows = self._projection.shadows_of(vectors)
+            self._projection_files.append(shadows, self._projection.clusters_of(shadows))
         self._lexical_files.append(terms)
         lines = "".join(
             json.dumps({"id": m["id"], "topic": t, "time": message_time(m)}) + "\n"
