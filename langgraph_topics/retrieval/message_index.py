@@ -317,10 +317,21 @@ class MessageIndex:
                 else:
                     self._projection = self._projection.grown(vectors)
             if self._arrays is None or self._arrays[0] != count:
-                codes = np.fromiter((self.code_of[t] for t in self.topics), np.int64, count)
-                times = np.fromiter(
-                    (np.nan if t is None else t for t in self.times), np.float64, count
+                # Only the rows appended since are converted (a split adds a few to 100,000);
+                # filing rows under another topic drops the arrays, converted whole again.
+                kept = self._arrays if self._arrays and self._arrays[0] < count else None
+                known = 0 if kept is None else kept[0]
+                codes = np.fromiter(
+                    (self.code_of[t] for t in self.topics[known:count]), np.int64, count - known
                 )
+                times = np.fromiter(
+                    (np.nan if t is None else t for t in self.times[known:count]),
+                    np.float64,
+                    count - known,
+                )
+                if kept is not None:
+                    codes = np.concatenate([kept[1], codes])
+                    times = np.concatenate([kept[2], times])
                 self._arrays = (count, codes, times)
             return Snapshot(
                 count=count,

@@ -265,8 +265,13 @@ def fit_centroids(points: Matrix, count: int = CLUSTERS) -> Matrix:
     return centroids
 
 
-def nearest_centroids(points: Matrix, centroids: Matrix) -> Clusters:
-    """Each point's nearest centre (Euclidean), in blocks."""
+def nearest_centroids(points: npt.NDArray[Any], centroids: Matrix) -> Clusters:
+    """Each point's nearest centre (Euclidean), in blocks.
+
+    Points are taken as float16 first, as the shadows are saved: a row's cluster is the
+    same whether it was assigned when written or again from the file after a crash.
+    """
+    points = np.asarray(points, np.float16).astype(np.float32)
     out = np.empty(len(points), np.uint16)
     squares = (centroids.astype(np.float32) ** 2).sum(axis=1)
     step = 4096
