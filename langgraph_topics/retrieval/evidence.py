@@ -16,10 +16,14 @@ message, for a query:
 On the LoCoMo dev conversations the last two steps add about 0.08 evidence recall at 2,000
 tokens to the first alone (``benchmarks/README.md``, "How the evidence score was chosen").
 
-From ``LARGE_INDEX`` (20,000) indexed messages on, cosines are first approximated on the
-vectors' principal components (``retrieval/projection.py``) and computed exactly only for the
-best candidates by cosine and by BM25 and their neighbours; the topic prior ranks those
-candidates only. Below that size every score is exact, as the recall figures were measured.
+From ``LARGE_INDEX`` (20,000) indexed messages on, only candidates are scored, so a search
+costs about the same at 100,000 messages as at 20,000: the best ``CANDIDATES`` by cosine among
+the rows of the clusters nearest the query (``retrieval/projection.py``), the best by BM25
+among each query term's best documents (``BM25.top_documents``), and their neighbours. Their
+cosines and BM25 scores are exact, standardised with the mean and deviation of an exact sample
+of the thread; the topic prior ranks the candidates. Every other message gets a floor value
+(``Evidence.candidates``). Below that size every score is exact, bit for bit as when the
+recall figures were measured (``tests/test_evidence_exact.py``).
 """
 
 from __future__ import annotations
