@@ -437,8 +437,7 @@ class _LargeSearch:
         # the scored rows' best neighbour) keep the shadows' approximation.
         exact = np.isin(self.rows, self.scored, assume_unique=True, kind="sort")
         self.dense = projection.approximate(query_vector, self.rows)
-        vectors = snap.vectors[self.rows[exact]]
-        self.dense[exact] = row_dots(np.asarray(vectors, np.float32), query_vector)
+        self.dense[exact] = row_dots(snap.exact_rows(self.rows[exact]), query_vector)
         self.exact = exact
         self.lex = snap.lexical.scores_at(terms, self.rows)
         self._by_dense = np.searchsorted(self.rows, by_dense)
