@@ -21,6 +21,12 @@ import numpy.typing as npt
 WEIGHT_CACHE_VALUES = 2_000_000
 """Per-term weights kept between queries, in values (16 MB), least recently used dropped."""
 
+SPREAD_VALUES = 8_000_000
+"""Per-term weights of every document kept between queries, in values (64 MB), least
+recently used dropped (``BM25._spread``)."""
+TOP_CACHE_TERMS = 4096
+"""Terms whose best documents are kept between queries."""
+
 _WORD = re.compile(r"[^\W_]+")
 _CJK_CHAR = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -101,6 +107,10 @@ class BM25:
         """Per term: the document count they were computed at, its documents, its weights."""
         self._weighted_values = 0
         self._weights_lock = threading.Lock()
+        self._tops: dict[str, tuple[int, int, npt.NDArray[np.int64]]] = {}
+        self._spreads: OrderedDict[str, tuple[int, npt.NDArray[np.float64]]] = OrderedDict()
+        """Per term: the document count, and its weight in every document (``_spread``)."""
+        """Per term: the document count and how many were asked, and its best documents."""
         for document in documents:
             self.add(document)
 
@@ -182,6 +192,84 @@ class BM25:
             if weighted is not None:
                 out[weighted[0]] += weighted[1]
         return out
+
+    def scores_at(
+        self, query: Sequence[str], rows: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
+        """``scores(query)[rows]`` for ascending ``rows``, computed for those rows only.
+
+        Bit for bit the same values: each row adds the same weights in the same order.
+        Rows past the index score 0. Each term's weights are spread over every document once
+        per state of the index (``_spread``), so a query costs a lookup per row and term.
+        """
+        out = np.zeros(len(rows), dtype=np.float64)
+        if not len(rows):
+            return out
+        inside = rows[rows < self.count] if len(rows) and rows[-1] >= self.count else rows
+        for term in query:
+            spread = self._spread(term)
+            if spread is not None:
+                out[: len(inside)] += spread[inside]
+        return out
+
+    def _spread(self, term: str) -> npt.NDArray[np.float64] | None:
+        """A term's weight in every document (0 where absent), kept until a document joins.
+
+        A lookup per row instead of a search of the postings per row: the candidates of a
+        large index are scored with it.
+        """
+        with self._weights_lock:
+            known = self._spreads.get(term)
+            if known is not None and known[0] == self.count:
+                self._spreads.move_to_end(term)
+                return known[1]
+        count = self.count
+        weighted = self._weighted(term)
+        if weighted is None:
+            return None
+        spread = np.zeros(count, dtype=np.float64)
+        documents, weights = weighted
+        inside = documents < count
+        spread[documents[inside]] = weights[inside]
+        with self._weights_lock:
+            if self.count == count:
+                self._spreads[term] = (count, spread)
+                while len(self._spreads) > 1 and len(self._spreads) * count > SPREAD_VALUES:
+                    self._spreads.popitem(last=False)
+        return spread
+
+    def top_documents(self, query: Sequence[str], count: int) -> npt.NDArray[np.int64]:
+        """Candidates for the best ``count`` documents: each query term's ``count`` best.
+
+        The documents where one term weighs most (kept per term until a document joins), in
+        ascending order: a document that ranks high only on several terms together, none of
+        them among its best, is missed; :meth:`scores_at` then scores the candidates exactly.
+        """
+        parts: list[npt.NDArray[np.int64]] = []
+        for term in dict.fromkeys(query):
+            with self._weights_lock:
+                known = self._tops.get(term)
+            if known is not None and known[0] == self.count and known[1] >= count:
+                parts.append(known[2])
+                continue
+            weighted = self._weighted(term)
+            if weighted is None:
+                continue
+            documents, weights = weighted
+            best = (
+                documents
+                if len(weights) <= count
+                else documents[np.argpartition(-weights, count - 1)[:count]]
+            )
+            with self._weights_lock:
+                self._tops[term] = (self.count, count, best)
+                while len(self._tops) > TOP_CACHE_TERMS:
+                    self._tops.pop(next(iter(self._tops)))
+            parts.append(best)
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        ordered = np.sort(np.concatenate(parts).astype(np.int64))
+        return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
 
     def _weighted(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
         """The documents holding ``term`` and its score in each, kept until a document joins.

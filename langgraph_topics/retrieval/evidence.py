@@ -16,10 +16,14 @@ message, for a query:
 On the LoCoMo dev conversations the last two steps add about 0.08 evidence recall at 2,000
 tokens to the first alone (``benchmarks/README.md``, "How the evidence score was chosen").
 
-From ``LARGE_INDEX`` (20,000) indexed messages on, cosines are first approximated on the
-vectors' principal components (``retrieval/projection.py``) and computed exactly only for the
-best candidates by cosine and by BM25 and their neighbours; the topic prior ranks those
-candidates only. Below that size every score is exact, as the recall figures were measured.
+From ``LARGE_INDEX`` (20,000) indexed messages on, only candidates are scored, so a search
+costs about the same at 100,000 messages as at 20,000: the best ``CANDIDATES`` by cosine among
+the rows of the clusters nearest the query (``retrieval/projection.py``), the best by BM25
+among each query term's best documents (``BM25.top_documents``), and their neighbours. Their
+cosines and BM25 scores are exact, standardised with the mean and deviation of an exact sample
+of the thread; the topic prior ranks the candidates. Every other message gets a floor value
+(``Evidence.candidates``). Below that size every score is exact, bit for bit as when the
+recall figures were measured (``tests/test_evidence_exact.py``).
 """
 
 from __future__ import annotations
@@ -113,6 +117,12 @@ class Evidence:
     """The fused score mapped onto [0, 1] (a logistic curve, see ``RELEVANCE_CENTRE``)."""
     dense: Floats
     """Cosine similarity of each message to the query."""
+    candidates: npt.NDArray[np.int64] | None = None
+    """The positions scored, ascending (``None``: every one). On a large index only the
+    candidates are; every other message holds the floor values: the lowest candidate's score
+    and relevance, and the lowest cosine of the messages chosen by cosine (no message outside
+    is known to be higher), so ranks and comparisons among candidates are those of the scores
+    computed for them."""
 
     def group_of(self, position: int) -> str:
         """The topic id of the message at ``position`` (``UNSPLIT_GROUP`` when unsplit)."""
@@ -129,7 +139,8 @@ class Evidence:
         Counted on demand: a turn asks for a few ranks, and ranking the whole thread for them
         would cost a sort of every message.
         """
-        return int(np.count_nonzero(self.score > self.score[position]))
+        scores = self.score if self.candidates is None else self.score[self.candidates]
+        return int(np.count_nonzero(scores > self.score[position]))
 
     def rank_of(self, message_id: str) -> int:
         """A message's thread-wide rank (the number of messages when it was not scored)."""
@@ -143,6 +154,14 @@ class Evidence:
 
     def top(self, count: int) -> list[int]:
         """Positions of the ``count`` best messages, best first."""
+        if self.candidates is not None:
+            # Floor messages come after every candidate, in position order.
+            scored = self.score[self.candidates]
+            order = self.candidates[np.argsort(-scored, kind="stable")]
+            if count <= len(order):
+                return [int(p) for p in order[: max(count, 0)]]
+            rest = np.setdiff1d(np.arange(len(self.score)), self.candidates)
+            return [int(p) for p in np.concatenate([order, rest])[:count]]
         count = min(count, len(self.score))
         if count <= 0:
             return []
@@ -256,37 +275,49 @@ class EvidenceScorer:
             extra_times.extend(message_time(m) for m in unsplit)
         query_vector = self.vectors.embed([(("query", query), query or " ")])[0]
         terms = lexical_terms(query)
+        extra_codes_array = np.asarray(extra_codes, dtype=np.int64)
+        extra_times_array = np.asarray([np.nan if t is None else t for t in extra_times])
+        extra_dense = (
+            (np.stack(extra_vectors) @ query_vector).astype(np.float64)
+            if extra_vectors
+            else np.zeros(0)
+        )
+        extra_lex = score_documents(snap.lexical, terms, extra_terms)
+        positions = Positions(
+            base.position,
+            base_count,
+            {message_id: base_count + i for i, message_id in enumerate(extra_ids)},
+        )
+        if snap.projection is not None:
+            large = _LargeSearch(snap, query_vector, terms)
+            return self._sparse(
+                large,
+                _Rows(extra_dense, extra_lex, extra_codes_array, extra_times_array),
+                names,
+                families,
+                query,
+                positions,
+            )
         # The lexical index may have grown since the snapshot: only its first rows count.
         lex_base = snap.lexical.scores(terms)[:base_count]
-        dense_stats: tuple[float, float] | None = None
-        prior_rows: npt.NDArray[np.int64] | None = None
-        if snap.projection is not None:
-            dense_base, exact_rows, dense_stats = _first_pass(snap, query_vector, lex_base)
-            extra_rows = np.arange(base_count, base_count + len(extra_ids), dtype=np.int64)
-            prior_rows = np.concatenate([exact_rows, extra_rows])
-        elif len(snap.vectors):
-            dense_base = row_dots(snap.vectors, query_vector).astype(np.float64)
+        if len(snap.vectors):
+            dense_base = row_dots(np.asarray(snap.vectors, np.float32), query_vector).astype(
+                np.float64
+            )
         else:
             dense_base = np.zeros(0)
-        parts: list[Floats] = [dense_base]
-        if extra_vectors:
-            parts.append((np.stack(extra_vectors) @ query_vector).astype(np.float64))
-        dense = np.concatenate(parts)
-        lex = np.concatenate([lex_base, score_documents(snap.lexical, terms, extra_terms)])
-        codes = np.concatenate([snap.codes, np.asarray(extra_codes, dtype=np.int64)])
-        times = np.concatenate(
-            [snap.times, np.asarray([np.nan if t is None else t for t in extra_times])]
-        )
-        own = self.dense_weight * _standard(dense, dense_stats) + (
-            1 - self.dense_weight
-        ) * _standard(lex)
+        dense = np.concatenate([dense_base, extra_dense])
+        lex = np.concatenate([lex_base, extra_lex])
+        codes = np.concatenate([snap.codes, extra_codes_array])
+        times = np.concatenate([snap.times, extra_times_array])
+        own = self.dense_weight * _standard(dense) + (1 - self.dense_weight) * _standard(lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
-        prior = _group_prior(own, codes, len(names), rows=prior_rows)
+        prior = _group_prior(own, codes, len(names))
         if families:
             # A subtopic's prior is half its own group's and half its family's: the family's
             # keeps its messages level with the unsplit ones, its own tells its siblings apart.
             family_codes, family_count = _family_codes(codes, names, families)
-            family = _group_prior(own, family_codes, family_count, rows=prior_rows)
+            family = _group_prior(own, family_codes, family_count)
             prior = SUBTOPIC_PRIOR_SHARE * prior + (1 - SUBTOPIC_PRIOR_SHARE) * family
         fused = fused + self.topic_weight * prior
         return Evidence(
@@ -294,39 +325,165 @@ class EvidenceScorer:
             query_vector=query_vector,
             group_codes=codes,
             group_names=names,
-            position=Positions(
-                base.position,
-                base_count,
-                {message_id: base_count + i for i, message_id in enumerate(extra_ids)},
-            ),
+            position=positions,
             score=fused,
             relevance=1.0 / (1.0 + np.exp(-(fused - RELEVANCE_CENTRE))),
             dense=dense,
         )
 
+    def _sparse(
+        self,
+        large: _LargeSearch,
+        extra: _Rows,
+        names: list[str],
+        families: Mapping[str, str],
+        query: str,
+        positions: Positions,
+    ) -> Evidence:
+        """A large index's evidence: the candidates scored as the exact route scores them.
 
-def _first_pass(
-    snap: Snapshot, query_vector: npt.NDArray[np.float32], lex: Floats
-) -> tuple[Floats, npt.NDArray[np.int64], tuple[float, float]]:
-    """A large index's cosines: approximate for all, exact where a message may count.
+        Each candidate's own score needs its neighbours' (``large.rows`` reaches one row
+        further than the candidates); the topic prior ranks the candidates (and the unsplit
+        messages) only: a topic's best messages are among them.
+        """
+        snap = large.snap
+        base_count = snap.count
+        rows = large.rows
+        dense_stats, lex_stats = large.statistics()
+        own = np.concatenate(
+            [
+                self.dense_weight * _standard(large.dense, dense_stats)
+                + (1 - self.dense_weight) * _standard(large.lex, lex_stats),
+                self.dense_weight * _standard(extra.dense, dense_stats)
+                + (1 - self.dense_weight) * _standard(extra.lex, lex_stats),
+            ]
+        )
+        at = np.concatenate([rows, base_count + np.arange(len(extra.dense), dtype=np.int64)])
+        times = np.concatenate([snap.times[rows], extra.times])
+        codes = np.concatenate([snap.codes[rows], extra.codes])
+        together = (np.diff(at) == 1) & ~(np.abs(np.diff(times)) > self.sitting_gap_seconds)
+        fused = own + self.neighbour_weight * _best_neighbour_where(own, together)
+        kept = np.ones(len(at), dtype=bool)
+        kept[: len(rows)] = large.exact
+        own, fused, codes, at = own[kept], fused[kept], codes[kept], at[kept]
+        prior = _group_means(own, codes, len(names), 3)[codes]
+        if families:
+            family_codes, family_count = _family_codes(codes, names, families)
+            family = _group_means(own, family_codes, family_count, 3)[family_codes]
+            prior = SUBTOPIC_PRIOR_SHARE * prior + (1 - SUBTOPIC_PRIOR_SHARE) * family
+        fused = fused + self.topic_weight * prior
+        dense = np.concatenate([large.dense, extra.dense])[kept]
+        total = base_count + len(extra.dense)
+        floor = float(fused.min()) if len(fused) else 0.0
+        score = np.full(total, floor)
+        score[at] = fused
+        relevance = np.full(total, _relevance(np.asarray([floor]))[0])
+        relevance[at] = _relevance(fused)
+        all_dense = np.full(total, large.dense_floor())
+        all_dense[at] = dense
+        return Evidence(
+            query=query,
+            query_vector=large.query_vector,
+            group_codes=np.concatenate([snap.codes, extra.codes]),
+            group_names=names,
+            position=positions,
+            score=score,
+            relevance=relevance,
+            dense=all_dense,
+            candidates=at,
+        )
 
-    Exact for the best ``CANDIDATES`` by approximate cosine, the best by BM25, and their
-    neighbours; the mean and deviation come from an exact sample of the whole thread, so the
-    standardised scores match the exact route's.
 
-    Returns:
-        The cosines, the rows scored exactly, and the cosines' (mean, deviation).
+@dataclass(frozen=True)
+class _Rows:
+    """Scores and places of the messages outside the index (a dry run's, the unsplit)."""
+
+    dense: Floats
+    lex: Floats
+    codes: npt.NDArray[np.int64]
+    times: Floats
+
+
+class _LargeSearch:
+    """The candidates of a large index for one query, with their exact cosines and BM25.
+
+    Candidates: the best ``CANDIDATES`` by approximate cosine among the rows of the nearest
+    clusters (``Projection.nearest``), and the best by BM25 among each query term's best
+    documents (``BM25.top_documents``), each with its two neighbours (``scored``); their own
+    neighbours are scored too (``rows``) so that every candidate's best neighbour is known.
+    Nothing here reads every row.
     """
-    assert snap.projection is not None
-    count = snap.count
-    dense = snap.projection.similarities(query_vector)[:count]
-    lexical = _best(lex, CANDIDATES)
-    picks = [_best(dense, CANDIDATES), lexical[lex[lexical] > 0]]
-    chosen = np.unique(np.concatenate(picks))
-    rows = np.unique(np.concatenate([chosen - 1, chosen, chosen + 1]))
-    rows = rows[(rows >= 0) & (rows < count)]
-    dense[rows] = row_dots(snap.vectors[rows], query_vector)
-    return dense, rows, snap.projection.cosine_statistics(query_vector)
+
+    def __init__(
+        self, snap: Snapshot, query_vector: npt.NDArray[np.float32], terms: Sequence[str]
+    ) -> None:
+        assert snap.projection is not None
+        self.snap = snap
+        self.query_vector = query_vector
+        self.terms = terms
+        count = snap.count
+        projection = snap.projection
+        by_dense = projection.nearest(query_vector, CANDIDATES)
+        by_dense = by_dense[by_dense < count]
+        pool = snap.lexical.top_documents(terms, CANDIDATES)
+        pool = pool[pool < count]
+        pool_scores = snap.lexical.scores_at(terms, pool)
+        best = _best(pool_scores, CANDIDATES)
+        by_lex = pool[best[pool_scores[best] > 0]]
+        chosen = _ascending(np.concatenate([by_dense, by_lex]))
+        self.scored = _around(chosen, 1, count)
+        self.rows = _around(chosen, 2, count)
+        # Exact cosines for the scored rows; their outer neighbours (whose scores only feed
+        # the scored rows' best neighbour) keep the shadows' approximation.
+        exact = np.isin(self.rows, self.scored, assume_unique=True, kind="sort")
+        self.dense = projection.approximate(query_vector, self.rows)
+        self.dense[exact] = row_dots(snap.exact_rows(self.rows[exact]), query_vector)
+        self.exact = exact
+        self.lex = snap.lexical.scores_at(terms, self.rows)
+        self._by_dense = np.searchsorted(self.rows, by_dense)
+
+    def statistics(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The (mean, deviation) of the thread's cosines and BM25 scores, from its sample."""
+        projection = self.snap.projection
+        assert projection is not None
+        lex = self.snap.lexical.scores_at(self.terms, projection.sample_rows)
+        return projection.cosine_statistics(self.query_vector), (
+            float(lex.mean()),
+            float(lex.std()),
+        )
+
+    def dense_floor(self) -> float:
+        """The lowest exact cosine of the rows chosen by cosine (0 without any)."""
+        return float(self.dense[self._by_dense].min()) if len(self._by_dense) else 0.0
+
+
+def _relevance(fused: Floats) -> Floats:
+    return 1.0 / (1.0 + np.exp(-(fused - RELEVANCE_CENTRE)))
+
+
+def _around(rows: npt.NDArray[np.int64], reach: int, count: int) -> npt.NDArray[np.int64]:
+    """``rows`` and the rows up to ``reach`` away, within ``[0, count)``, ascending."""
+    spread = _ascending(np.concatenate([rows + step for step in range(-reach, reach + 1)]))
+    return spread[(spread >= 0) & (spread < count)]
+
+
+def _ascending(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The distinct ``rows``, ascending (sorted: ``np.unique`` hashes, slower here)."""
+    ordered = np.sort(rows.astype(np.int64))
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
+def _best_neighbour_where(scores: Floats, together: npt.NDArray[np.bool_]) -> Floats:
+    """:func:`_best_neighbour` where ``together[i]`` says whether rows i and i + 1 are."""
+    count = len(scores)
+    if count < 2:
+        return np.zeros(count)
+    previous = np.full(count, -np.inf)
+    following = np.full(count, -np.inf)
+    previous[1:] = np.where(together, scores[:-1], -np.inf)
+    following[:-1] = np.where(together, scores[1:], -np.inf)
+    best = np.maximum(previous, following)
+    return np.where(np.isfinite(best), best, 0.0)
 
 
 def _best(values: Floats, count: int) -> npt.NDArray[np.int64]:

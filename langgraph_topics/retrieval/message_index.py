@@ -27,12 +27,12 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +56,7 @@ from langgraph_topics.stores.protocols import Embedder, TopicStore
 log = logging.getLogger(__name__)
 
 _TOKENS = itertools.count(1)
+Vectors = npt.NDArray[np.float32] | npt.NDArray[np.float16]
 META_FILE = "meta.json"
 VECTORS_FILE = "vectors.f16"
 ENTRIES_FILE = "entries.jsonl"
@@ -82,6 +83,50 @@ def message_time(message: StoredMessage) -> float | None:
         return None
 
 
+class HalfRows:
+    """float32 copies of a float16 matrix's rows, each converted the first time it is read.
+
+    numpy converts float16 at 2–20 ns a value (no vector instructions for it here): the
+    2,000 rows a large search scores exactly took 2–20 ms a query. Converting all 100,000
+    rows on open took a third of the cold start instead. Rows are kept by chunks of
+    ``CHUNK`` (a row never changes: the index only appends), so after a few queries a search
+    converts nothing.
+    """
+
+    CHUNK = 4096
+
+    def __init__(self) -> None:
+        self._chunks: dict[int, tuple[Matrix, npt.NDArray[np.bool_]]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, matrix: npt.NDArray[np.float16], rows: npt.NDArray[np.int64]) -> Matrix:
+        """``matrix[rows]`` as float32 (``rows`` ascending)."""
+        out = np.empty((len(rows), matrix.shape[1]), np.float32)
+        if not len(rows):
+            return out
+        chunk_of = rows // self.CHUNK
+        bounds = np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1], True])
+        for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+            chunk = int(chunk_of[start])
+            with self._lock:
+                found = self._chunks.get(chunk)
+                if found is None:
+                    found = (
+                        np.empty((self.CHUNK, matrix.shape[1]), np.float32),
+                        np.zeros(self.CHUNK, dtype=bool),
+                    )
+                    self._chunks[chunk] = found
+            values, done = found
+            local = rows[start:end] - chunk * self.CHUNK
+            fresh = local[~done[local]]
+            if len(fresh):
+                # Two threads may convert the same rows: they write the same values.
+                values[fresh] = matrix[chunk * self.CHUNK + fresh].astype(np.float32)
+                done[fresh] = True
+            out[start:end] = values[local]
+        return out
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """A consistent view of an index for one search."""
@@ -94,10 +139,20 @@ class Snapshot:
     """Each message's topic code (an index into ``topic_names``)."""
     times: npt.NDArray[np.float64]
     """Each message's time in seconds (NaN when unknown)."""
-    vectors: Matrix
+    vectors: Vectors
+    """float32, or float16 for an index opened large (see :meth:`MessageIndex.vectors`)."""
     lexical: BM25
     projection: Projection | None = None
     """The vectors' low-dimensional shadows, from ``LARGE_INDEX`` messages on."""
+    halves: HalfRows | None = None
+    """Converts the rows of float16 ``vectors`` (see :meth:`exact_rows`)."""
+
+    def exact_rows(self, rows: npt.NDArray[np.int64]) -> Matrix:
+        """Some rows of ``vectors`` (ascending) as float32."""
+        if self.vectors.dtype == np.float32:
+            return np.asarray(self.vectors[rows], dtype=np.float32)
+        halves = self.halves if self.halves is not None else HalfRows()
+        return halves.take(np.asarray(self.vectors, np.float16), rows)
 
 
 class MessageIndex:
@@ -124,10 +179,11 @@ class MessageIndex:
         self.code_of: dict[str, int] = {}
         """A small integer per topic id, so a search groups by integers, not strings."""
         self.topic_names: list[str] = []
-        self._vectors: Matrix = np.zeros((0, 0), dtype=np.float32)
+        self._vectors: Vectors = np.zeros((0, 0), dtype=np.float32)
         """Rows ``[:_filled]`` are the vectors; the rest is room to grow (doubling), so a
-        split appends without copying the whole matrix."""
+        split appends without copying the whole matrix. float16 when opened large."""
         self._filled = 0
+        self._halves = HalfRows()
         self._rows: list[Matrix] = []
         self._projection: Projection | None = None
         self._arrays: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
@@ -266,7 +322,8 @@ class MessageIndex:
             replace_durably(meta_path, json.dumps(meta).encode("utf-8"))
         append_durably(self.root / VECTORS_FILE, np.asarray(vectors, dtype=np.float16).tobytes())
         if self._projection is not None and self._projection_files is not None:
-            self._projection_files.append(self._projection.shadows_of(vectors))
+            shadows = self._projection.shadows_of(vectors)
+            self._projection_files.append(shadows, self._projection.clusters_of(shadows))
         self._lexical_files.append(terms)
         lines = "".join(
             json.dumps({"id": m["id"], "topic": t, "time": message_time(m)}) + "\n"
@@ -276,11 +333,14 @@ class MessageIndex:
 
     # ------------------------------------------------------------------------------ reading
 
-    def vectors(self) -> Matrix:
-        """All message vectors as one ``(n, d)`` float32 matrix (built once per growth).
+    def vectors(self) -> Vectors:
+        """All message vectors as one ``(n, d)`` matrix (built once per growth).
 
         float32 in memory although float16 on disk: numpy converts float16 at about 2 ns a
-        value, which a search would pay on every row it scores; opening pays it once.
+        value, which a search would pay on every row it scores; opening pays it once. An
+        index opened with ``LARGE_INDEX`` rows or more keeps float16 (the same values): its
+        searches score a few thousand rows, and converting 100,000 rows was a third of
+        opening one.
         """
         with self._lock:
             if self._rows:
@@ -288,7 +348,8 @@ class MessageIndex:
                 self._rows = []
                 needed = self._filled + len(fresh)
                 if len(self._vectors) < needed or self._vectors.shape[1] != fresh.shape[1]:
-                    grown = np.empty((max(needed, 2 * self._filled), fresh.shape[1]), np.float32)
+                    kind = self._vectors.dtype if self._filled else np.dtype(np.float32)
+                    grown = np.empty((max(needed, 2 * self._filled), fresh.shape[1]), kind)
                     if self._filled:
                         grown[: self._filled] = self._vectors[: self._filled]
                     self._vectors = grown
@@ -310,10 +371,21 @@ class MessageIndex:
                 else:
                     self._projection = self._projection.grown(vectors)
             if self._arrays is None or self._arrays[0] != count:
-                codes = np.fromiter((self.code_of[t] for t in self.topics), np.int64, count)
-                times = np.fromiter(
-                    (np.nan if t is None else t for t in self.times), np.float64, count
+                # Only the rows appended since are converted (a split adds a few to 100,000);
+                # filing rows under another topic drops the arrays, converted whole again.
+                kept = self._arrays if self._arrays and self._arrays[0] < count else None
+                known = 0 if kept is None else kept[0]
+                codes = np.fromiter(
+                    (self.code_of[t] for t in self.topics[known:count]), np.int64, count - known
                 )
+                times = np.fromiter(
+                    (np.nan if t is None else t for t in self.times[known:count]),
+                    np.float64,
+                    count - known,
+                )
+                if kept is not None:
+                    codes = np.concatenate([kept[1], codes])
+                    times = np.concatenate([kept[2], times])
                 self._arrays = (count, codes, times)
             return Snapshot(
                 count=count,
@@ -323,6 +395,7 @@ class MessageIndex:
                 vectors=vectors,
                 lexical=self.lexical,
                 projection=self._projection if count >= LARGE_INDEX else None,
+                halves=self._halves,
             )
 
     # ------------------------------------------------------------------------------ loading
@@ -355,9 +428,11 @@ class MessageIndex:
         if rows < len(entries) or rows * row_bytes < len(raw):
             log.warning("%s: cut to %d complete rows (crash during a write?)", self.root, rows)
             truncate_durably(self.root / VECTORS_FILE, rows * row_bytes)
-            _rewrite_entries(self.root / ENTRIES_FILE, entries[:rows])
-        matrix = np.frombuffer(raw[: rows * row_bytes], dtype=np.float16).reshape(rows, dim)
-        self._vectors = matrix.astype(np.float32)
+            _rewrite_entries(self.root / ENTRIES_FILE, entries.cut(rows))
+        matrix = np.frombuffer(raw, dtype=np.float16, count=rows * dim).reshape(rows, dim)
+        # A large index stays float16 (its searches convert the few rows they score); a small
+        # one is converted once, as every search multiplies the query with all its rows.
+        self._vectors = matrix if rows >= LARGE_INDEX else matrix.astype(np.float32)
         self._filled = rows
         if rows >= LARGE_INDEX and self._projection_files is not None:
             self._projection = self._projection_files.load(self._vectors)
@@ -368,10 +443,8 @@ class MessageIndex:
         self.lexical = BM25.from_columns(
             columns.term_id, columns.term_ids, columns.frequencies, columns.pair_counts
         )
-        kept = entries[:rows]
-        self.ids = [entry["id"] for entry in kept]
-        self.topics = [entry["topic"] for entry in kept]
-        self.times = [entry["time"] for entry in kept]
+        kept = entries.cut(rows)
+        self.ids, self.topics, self.times = kept.ids, kept.topics, kept.times
         self.position = dict(zip(self.ids, range(rows), strict=True))
         if len(self.position) < rows:
             # An id indexed again under another topic: its earlier rows are superseded.
@@ -457,7 +530,14 @@ def open_message_index(root: Path, embedder: Embedder, store: TopicStore) -> Mes
     """
     index = MessageIndex(root, embedder)
     located = store.message_ids()
-    stale = [i for i in index.ids if i not in located]
+    current = list(map(located.get, index.ids))  # one pass in C, not a loop per message
+    if (
+        len(located) == len(index.position)
+        and current == index.topics
+        and index.lexical.count >= len(index.ids)
+    ):
+        return index  # every message indexed, each under the store's topic: the usual open
+    stale = [i for i, topic in zip(index.ids, current, strict=True) if topic is None]
     if stale:
         log.warning("%s: %d indexed messages are in no topic; rebuilding", root, len(stale))
         index._reset_files()
@@ -513,22 +593,68 @@ def _read_bytes(path: Path) -> bytes:
         return b""
 
 
-def _read_entries(path: Path) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    for number, record in decode_lines(_read_bytes(path).split(b"\n")):
+@dataclass
+class _Entries:
+    """``entries.jsonl`` as three columns: each row's message id, topic and time."""
+
+    ids: list[str]
+    topics: list[str]
+    times: list[float | None]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def cut(self, rows: int) -> _Entries:
+        return _Entries(self.ids[:rows], self.topics[:rows], self.times[:rows])
+
+
+_ENTRY_LINE = re.compile(
+    rb'^\{"id": "([^"\\\n]*)", "topic": "([^"\\\n]*)", "time": (null|-?[0-9][0-9.eE+-]*)\}\n',
+    re.MULTILINE,
+)
+"""A line exactly as :meth:`MessageIndex._write` writes it (``json.dumps`` of the three keys),
+without escapes in its strings (a file with any is decoded line by line)."""
+
+
+def _read_entries(path: Path) -> _Entries:
+    """The entries of ``path``, up to the first unreadable line (the rest is re-indexed).
+
+    Lines as the index writes them are taken apart by one regular expression over the whole
+    file (a third of the time of a JSON parse per line, at 100,000 entries); any other file
+    is decoded line by line.
+    """
+    raw = _read_bytes(path)
+    complete = raw[: raw.rfind(b"\n") + 1]
+    found = _ENTRY_LINE.findall(complete)
+    if len(found) == complete.count(b"\n") and len(complete) == len(raw):
+        try:
+            topics: dict[bytes, str] = {}
+            return _Entries(
+                [i.decode("utf-8") for i, _, _ in found],
+                [topics.get(t) or topics.setdefault(t, t.decode("utf-8")) for _, t, _ in found],
+                [None if time == b"null" else float(time) for _, _, time in found],
+            )
+        except ValueError:  # UnicodeDecodeError included
+            pass
+    return _decode_entries(path, raw)
+
+
+def _decode_entries(path: Path, raw: bytes) -> _Entries:
+    entries = _Entries([], [], [])
+    for number, record in decode_lines(raw.split(b"\n")):
         if record is None or "id" not in record or "topic" not in record:
             log.warning("%s:%d: unreadable entry; the rest of the file is re-indexed", path, number)
             break
         time = record.get("time")
-        entries.append(
-            {
-                "id": str(record["id"]),
-                "topic": str(record["topic"]),
-                "time": float(time) if isinstance(time, int | float) else None,
-            }
-        )
+        entries.ids.append(str(record["id"]))
+        entries.topics.append(str(record["topic"]))
+        entries.times.append(float(time) if isinstance(time, int | float) else None)
     return entries
 
 
-def _rewrite_entries(path: Path, entries: Sequence[dict[str, Any]]) -> None:
-    replace_durably(path, "".join(json.dumps(e) + "\n" for e in entries).encode("utf-8"))
+def _rewrite_entries(path: Path, entries: _Entries) -> None:
+    lines = (
+        json.dumps({"id": i, "topic": t, "time": time}) + "\n"
+        for i, t, time in zip(entries.ids, entries.topics, entries.times, strict=True)
+    )
+    replace_durably(path, "".join(lines).encode("utf-8"))
