@@ -108,9 +108,9 @@ class BM25:
         self._weighted_values = 0
         self._weights_lock = threading.Lock()
         self._tops: dict[str, tuple[int, int, npt.NDArray[np.int64]]] = {}
+        """Per term: the document count and how many were asked, and its best documents."""
         self._spreads: OrderedDict[str, tuple[int, npt.NDArray[np.float64]]] = OrderedDict()
         """Per term: the document count, and its weight in every document (``_spread``)."""
-        """Per term: the document count and how many were asked, and its best documents."""
         for document in documents:
             self.add(document)
 

@@ -312,14 +312,7 @@ class EvidenceScorer:
         times = np.concatenate([snap.times, extra_times_array])
         own = self.dense_weight * _standard(dense) + (1 - self.dense_weight) * _standard(lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
-        prior = _group_prior(own, codes, len(names))
-        if families:
-            # A subtopic's prior is half its own group's and half its family's: the family's
-            # keeps its messages level with the unsplit ones, its own tells its siblings apart.
-            family_codes, family_count = _family_codes(codes, names, families)
-            family = _group_prior(own, family_codes, family_count)
-            prior = SUBTOPIC_PRIOR_SHARE * prior + (1 - SUBTOPIC_PRIOR_SHARE) * family
-        fused = fused + self.topic_weight * prior
+        fused = fused + self.topic_weight * _topic_prior(own, codes, names, families)
         return Evidence(
             query=query,
             query_vector=query_vector,
@@ -327,7 +320,7 @@ class EvidenceScorer:
             group_names=names,
             position=positions,
             score=fused,
-            relevance=1.0 / (1.0 + np.exp(-(fused - RELEVANCE_CENTRE))),
+            relevance=_relevance(fused),
             dense=dense,
         )
 
@@ -366,12 +359,7 @@ class EvidenceScorer:
         kept = np.ones(len(at), dtype=bool)
         kept[: len(rows)] = large.exact
         own, fused, codes, at = own[kept], fused[kept], codes[kept], at[kept]
-        prior = _group_means(own, codes, len(names), 3)[codes]
-        if families:
-            family_codes, family_count = _family_codes(codes, names, families)
-            family = _group_means(own, family_codes, family_count, 3)[family_codes]
-            prior = SUBTOPIC_PRIOR_SHARE * prior + (1 - SUBTOPIC_PRIOR_SHARE) * family
-        fused = fused + self.topic_weight * prior
+        fused = fused + self.topic_weight * _topic_prior(own, codes, names, families)
         dense = np.concatenate([large.dense, extra.dense])[kept]
         total = base_count + len(extra.dense)
         floor = float(fused.min()) if len(fused) else 0.0
@@ -539,25 +527,20 @@ def _family_codes(
     return remap[codes], len(family_of)
 
 
-def _group_prior(
-    scores: Floats,
-    codes: npt.NDArray[np.int64],
-    groups: int,
-    top: int = 3,
-    *,
-    rows: npt.NDArray[np.int64] | None = None,
+def _topic_prior(
+    own: Floats, codes: npt.NDArray[np.int64], names: Sequence[str], families: Mapping[str, str]
 ) -> Floats:
-    """For each message, the mean of the ``top`` best scores of its group (vectorised).
+    """Each message's topic prior: the mean of the three best own scores of its group.
 
-    ``rows``: only these messages are ranked (a large index's candidates: a group's best
-    messages are among them); a group with none of them has prior 0.
+    A subtopic's prior is half its own group's and half its family's: the family's keeps its
+    messages level with the unsplit ones, its own tells its siblings apart.
     """
-    if len(scores) == 0:
-        return scores
-    if rows is not None:
-        means = _group_means(scores[rows], codes[rows], groups, top)
-        return means[codes]
-    return _group_means(scores, codes, groups, top)[codes]
+    prior = _group_means(own, codes, len(names), 3)[codes]
+    if families:
+        family_codes, family_count = _family_codes(codes, names, families)
+        family = _group_means(own, family_codes, family_count, 3)[family_codes]
+        prior = SUBTOPIC_PRIOR_SHARE * prior + (1 - SUBTOPIC_PRIOR_SHARE) * family
+    return prior
 
 
 def _group_means(scores: Floats, codes: npt.NDArray[np.int64], groups: int, top: int) -> Floats:

@@ -232,7 +232,7 @@ class Projection:
         """
         along = (self.axes.T @ query).astype(np.float32)
         lists = self.lists
-        centres = np.sort(_best(self.centroids @ along, PROBES if probes is None else probes))
+        centres = np.sort(_best(self.centroids @ along, probes))
         rows = [lists.order[lists.starts[c] : lists.starts[c + 1]] for c in centres]
         dots = [lists.shadows[lists.starts[c] : lists.starts[c + 1]] @ along for c in centres]
         rows.append(np.arange(lists.listed, len(self.shadows), dtype=np.int64))
