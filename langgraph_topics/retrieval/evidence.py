@@ -310,7 +310,7 @@ class EvidenceScorer:
         lex = np.concatenate([lex_base, extra_lex])
         codes = np.concatenate([snap.codes, extra_codes_array])
         times = np.concatenate([snap.times, extra_times_array])
-        own = self.dense_weight * _standard(dense) + (1 - self.dense_weight) * _standard(lex)
+        own = self._own(dense, lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
         fused = fused + self.topic_weight * _topic_prior(own, codes, names, families)
         return Evidence(
@@ -323,6 +323,21 @@ class EvidenceScorer:
             relevance=_relevance(fused),
             dense=dense,
         )
+
+    def _own(
+        self,
+        dense: Floats,
+        lex: Floats,
+        stats: tuple[tuple[float, float], tuple[float, float]] | None = None,
+    ) -> Floats:
+        """A message's own score: standardised cosine and BM25, weighted.
+
+        ``stats``: the thread's (mean, deviation) of each, when the values are not all of it.
+        """
+        dense_stats, lex_stats = stats if stats is not None else (None, None)
+        return self.dense_weight * _standard(dense, dense_stats) + (
+            1 - self.dense_weight
+        ) * _standard(lex, lex_stats)
 
     def _sparse(
         self,
@@ -345,10 +360,8 @@ class EvidenceScorer:
         dense_stats, lex_stats = large.statistics()
         own = np.concatenate(
             [
-                self.dense_weight * _standard(large.dense, dense_stats)
-                + (1 - self.dense_weight) * _standard(large.lex, lex_stats),
-                self.dense_weight * _standard(extra.dense, dense_stats)
-                + (1 - self.dense_weight) * _standard(extra.lex, lex_stats),
+                self._own(large.dense, large.lex, (dense_stats, lex_stats)),
+                self._own(extra.dense, extra.lex, (dense_stats, lex_stats)),
             ]
         )
         at = np.concatenate([rows, base_count + np.arange(len(extra.dense), dtype=np.int64)])
