@@ -44,6 +44,7 @@ from langgraph_topics.retrieval.message_index import (
     Snapshot,
     message_time,
 )
+from langgraph_topics.retrieval.projection import best_positions
 from langgraph_topics.retrieval.row_dots import row_dots
 from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import VectorCache
@@ -429,7 +430,7 @@ class _LargeSearch:
         pool = snap.lexical.top_documents(terms, CANDIDATES)
         pool = pool[pool < count]
         pool_scores = snap.lexical.scores_at(terms, pool)
-        best = _best(pool_scores, CANDIDATES)
+        best = best_positions(pool_scores, CANDIDATES)
         by_lex = pool[best[pool_scores[best] > 0]]
         chosen = _ascending(np.concatenate([by_dense, by_lex]))
         self.scored = _around(chosen, 1, count)
@@ -487,13 +488,6 @@ def _best_neighbour_where(scores: Floats, together: npt.NDArray[np.bool_]) -> Fl
     return np.where(np.isfinite(best), best, 0.0)
 
 
-def _best(values: Floats, count: int) -> npt.NDArray[np.int64]:
-    """Positions of the ``count`` largest values, in no order."""
-    if len(values) <= count:
-        return np.arange(len(values), dtype=np.int64)
-    return np.argpartition(-values, count - 1)[:count].astype(np.int64)
-
-
 def _standard(values: Floats, stats: tuple[float, float] | None = None) -> Floats:
     """Standardise to mean 0 and deviation 1 (all zeros when the values do not vary).
 
@@ -507,17 +501,10 @@ def _standard(values: Floats, stats: tuple[float, float] | None = None) -> Float
 
 def _best_neighbour(scores: Floats, stamps: Floats, gap: float) -> Floats:
     """The better score of each message's neighbours of the same sitting (0 without any)."""
-    count = len(scores)
-    if count < 2:
-        return np.zeros(count)
-    apart = np.abs(np.diff(stamps))
-    together = ~(apart > gap)  # an unknown time (NaN) keeps neighbours together
-    previous = np.full(count, -np.inf)
-    following = np.full(count, -np.inf)
-    previous[1:] = np.where(together, scores[:-1], -np.inf)
-    following[:-1] = np.where(together, scores[1:], -np.inf)
-    best = np.maximum(previous, following)
-    return np.where(np.isfinite(best), best, 0.0)
+    if len(scores) < 2:
+        return np.zeros(len(scores))
+    # An unknown time (NaN) keeps neighbours together.
+    return _best_neighbour_where(scores, ~(np.abs(np.diff(stamps)) > gap))
 
 
 SUBTOPIC_PRIOR_SHARE = 0.5

@@ -232,7 +232,7 @@ class Projection:
         """
         along = (self.axes.T @ query).astype(np.float32)
         lists = self.lists
-        centres = np.sort(_best(self.centroids @ along, probes))
+        centres = np.sort(best_positions(self.centroids @ along, probes))
         rows = [lists.order[lists.starts[c] : lists.starts[c + 1]] for c in centres]
         dots = [lists.shadows[lists.starts[c] : lists.starts[c + 1]] @ along for c in centres]
         rows.append(np.arange(lists.listed, len(self.shadows), dtype=np.int64))
@@ -240,10 +240,10 @@ class Projection:
         found = np.concatenate(rows)
         if len(found) <= count:
             return np.sort(found)
-        return found[_best(np.concatenate(dots), count)]
+        return found[best_positions(np.concatenate(dots), count)]
 
 
-def _best(values: npt.NDArray[Any], count: int) -> Rows:
+def best_positions(values: npt.NDArray[Any], count: int) -> Rows:
     """Positions of the ``count`` largest values, in no order."""
     if len(values) <= count:
         return np.arange(len(values), dtype=np.int64)
