@@ -10,6 +10,7 @@ from langgraph_topics.namespace.reference import REFERENCE_PREFIX
 from langgraph_topics.namespace.topic_views import TopicViews
 from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.stores.message_views import MessagesView
 
 POLICY = NamespacePolicy()
 BIG = "line\n" * 80
@@ -79,3 +80,43 @@ def test_views_always_equal_a_fresh_rendering() -> None:
             topics[key] = topic = topic[: rng.randint(0, len(topic))]
         assert views.view(key, topic, render) == windowed_messages(topic, POLICY, "en")
     assert len(views._views) <= 3
+
+
+def test_a_store_view_grows_without_copies_and_never_goes_stale() -> None:
+    views, render = TopicViews(), CountingRender()
+    plain = [_message(n) for n in range(30)]
+    first = views.view("plain", MessagesView(plain), render)
+    plain.append(_message(30))
+    second = views.view("plain", MessagesView(plain), render)
+    assert render.seen == [30, 1]
+    # Without large tool results the view is the store's own list: nothing kept beside it.
+    assert isinstance(second, MessagesView) and second.source is plain and len(first) == 30
+    plain.append(_message(31, tool=True))
+    third = views.view("plain", MessagesView(plain), render)
+    assert list(third) == windowed_messages(plain, POLICY, "en") and third.source is not plain
+    assert list(first) == plain[:30] and list(second) == plain[:31]
+    shorter = MessagesView(plain, 10)  # an older snapshot of the same list
+    assert list(views.view("plain", shorter, render)) == plain[:10]
+    reread = [dict(m) for m in plain]  # the topic read again: another list
+    assert list(views.view("plain", MessagesView(reread), render)) == list(third)
+    assert render.seen == [30, 1, 1, 32]
+
+
+def test_store_views_always_equal_a_fresh_rendering() -> None:
+    rng = random.Random(11)
+    views, render = TopicViews(entries=3), CountingRender()
+    lists: dict[str, list[StoredMessage]] = {key: [] for key in "abcd"}
+    number = 0
+    for _ in range(300):
+        key = rng.choice("abcd")
+        action = rng.random()
+        if action < 0.7:
+            for _ in range(rng.randint(0, 4)):
+                lists[key].append(_message(number, tool=rng.random() < 0.1))
+                number += 1
+        elif action < 0.8:  # rewritten (a merge, a division): the store makes a new list
+            lists[key] = [dict(m) for m in lists[key][: rng.randint(0, len(lists[key]))]]
+        topic = lists[key]
+        length = rng.randint(0, len(topic)) if rng.random() < 0.2 else len(topic)
+        shown = views.view(key, MessagesView(topic, length), render)
+        assert list(shown) == windowed_messages(topic[:length], POLICY, "en")

@@ -21,6 +21,7 @@ from langgraph_topics.runtime_protocols import uses_evidence
 from langgraph_topics.services import TopicContext, branch_ranges, services_of
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowTask
+from langgraph_topics.stores.protocols import ViewedTopicStore
 from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.summaries.topic_cards import result_card
 from langgraph_topics.summaries.topic_tokens import topic_tokens
@@ -73,7 +74,11 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     store = stores.topic_store
     try:
         info = topic_info(store, task["topic_id"], "active")
-        topic_messages = store.messages(task["topic_id"])
+        topic_messages: Sequence[StoredMessage] = (
+            store.messages_view(task["topic_id"])
+            if isinstance(store, ViewedTopicStore)
+            else store.messages(task["topic_id"])
+        )
     except KeyError:
         # The registry names a topic these stores do not hold: another data directory than the
         # checkpoint's (e.g. a graph run without its context), or files removed by hand.
@@ -142,16 +147,16 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     card: SummaryCard | None = None
     card_refused: str | None = None
     if summary:
+        unsplit_ids = {m["id"] for m in task["unsplit"]}
         card, card_refused = result_card(
             verdict.get("card"),
             summary=summary,
             topic_name=info["name"] or task["topic_id"],
-            topic_messages=topic_messages,
-            unsplit=task["unsplit"],
+            given_ids=lambda i: i in unsplit_ids or store.locate(i) == task["topic_id"],
             references=references,
             count_tokens=services.token_counter,
             quoted_messages=_in_conversation_order(store.get_messages(references), references),
-            topic_tokens=topic_tokens(
+            topic_tokens=lambda: topic_tokens(
                 store, task["topic_id"], topic_messages, services.token_counter
             ),
         )

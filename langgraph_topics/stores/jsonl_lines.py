@@ -1,8 +1,10 @@
 """Decode JSONL lines: every store's append-only files, read back after a crash as well.
 
 A damaged or torn line decodes to None (and is reported by its reader with its line number);
-well-formed files are parsed as one JSON array, in a little over half the time of a parse per
-line, which is what reopening a long thread costs.
+well-formed files are parsed as one JSON array by orjson, in about a quarter of the time of a
+parse per line with the standard library, which is what reopening a long thread costs. Whatever
+orjson refuses that the standard library reads (a lone surrogate escape, ``NaN``, an integer past
+64 bits) falls back to the line-by-line parse, so a file reads the same either way.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from typing import Any
+
+import orjson
 
 
 def decode_lines(
@@ -22,8 +26,8 @@ def decode_lines(
     """
     numbered = [(number, line) for number, line in enumerate(lines, first_line) if line.strip()]
     try:
-        records = json.loads(b"[" + b",".join(line for _, line in numbered) + b"]")
-    except ValueError:  # UnicodeDecodeError included
+        records = orjson.loads(b"[" + b",".join(line for _, line in numbered) + b"]")
+    except orjson.JSONDecodeError:  # a ValueError: invalid UTF-8 included
         records = None
     if (
         isinstance(records, list)

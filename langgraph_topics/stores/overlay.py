@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
-from langgraph_topics.stores.protocols import BranchedTopicStore, TopicIndex, TopicStore
+from langgraph_topics.stores.message_views import MessagesView
+from langgraph_topics.stores.protocols import (
+    BranchedTopicStore,
+    TopicIndex,
+    TopicStore,
+    ViewedTopicStore,
+)
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.summaries.card import SummaryCard
 
@@ -69,6 +75,14 @@ class OverlayTopicStore:
         """Base messages followed by the ones appended in this view."""
         base = [] if topic_id in self._new_metas else self.base.messages(topic_id)
         return [*base, *self._appended.get(topic_id, [])]
+
+    def messages_view(self, topic_id: str) -> MessagesView:
+        """:meth:`messages` without a copy when this view appended nothing to the topic."""
+        if topic_id in self._new_metas or topic_id in self._appended:
+            return MessagesView(self.messages(topic_id))
+        if isinstance(self.base, ViewedTopicStore):
+            return self.base.messages_view(topic_id)
+        return MessagesView(self.base.messages(topic_id))
 
     def neighbours(self, message_id: str, before: int, after: int) -> list[StoredMessage]:
         """The message and its neighbours in its topic, this view's appends included."""

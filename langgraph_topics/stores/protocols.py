@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from langgraph_topics.state.records import ArchivedTopic, StoredMessage, SubtopicPart, TopicMeta
+from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.summaries.card import SummaryCard
 
@@ -166,6 +167,15 @@ class SplittableTopicStore(Protocol):
 
     def children(self, topic_id: str) -> list[str]:
         """The subtopics a split made of ``topic_id``, in order; ``[]`` if it was never split."""
+        ...
+
+
+@runtime_checkable
+class ViewedTopicStore(Protocol):
+    """A topic store that hands out a topic's messages without copying them."""
+
+    def messages_view(self, topic_id: str) -> MessagesView:
+        """The messages of ``messages(topic_id)`` as a snapshot view (KeyError if unknown)."""
         ...
 
 

@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar, cast
 from langgraph_topics.state.records import ArchivedTopic, StoredMessage, SubtopicPart, TopicMeta
 from langgraph_topics.stores.archive_shelves import ArchiveShelf
 from langgraph_topics.stores.merged_topics import combined, live_topic, members, merge_record
+from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.stores.subtopics import (
     SUBTOPIC_MARK,
@@ -80,7 +81,11 @@ def optional_str(value: object) -> str | None:
 
 def message_from_record(record: dict[str, Any]) -> StoredMessage | None:
     """The message a ``message`` record holds; None when it has no string id and content."""
-    message = {key: value for key, value in record.items() if key not in RESERVED_KEYS}
+    # A copy less three keys: one C-level copy, faster than filtering every key in Python
+    # (reopening a long thread builds every message of its active topics this way).
+    message = dict(record)
+    for key in RESERVED_KEYS:
+        message.pop(key, None)
     if not isinstance(message.get("id"), str) or not isinstance(message.get("content"), str):
         return None
     return cast(StoredMessage, message)
@@ -624,6 +629,17 @@ class TopicRecordIndex(Generic[TopicT]):
             self._catch_up()
             self._live(topic_id)
             return list(self._holding(topic_id)[0])
+
+    def messages_view(self, topic_id: str) -> MessagesView:
+        """The messages of :meth:`messages`, without copying them (``stores/message_views``).
+
+        Raises:
+            KeyError: Unknown topic.
+        """
+        with self._lock:
+            self._catch_up()
+            self._live(topic_id)
+            return MessagesView(self._holding(topic_id)[0])
 
     def neighbours(self, message_id: str, before: int, after: int) -> list[StoredMessage]:
         """A stored message with up to ``before``/``after`` messages around it in its topic.

@@ -35,6 +35,7 @@ from typing import Any, cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.archive_shelves import ARCHIVED_DIR, FileArchiveShelf
+from langgraph_topics.stores.collector_pause import collector_paused
 from langgraph_topics.stores.durable import append_durably, fsync_directory, truncate_durably
 from langgraph_topics.stores.jsonl_lines import decode_line, decode_lines
 from langgraph_topics.stores.merged_topics import MERGED, merged_target
@@ -465,13 +466,14 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         if topic.cache is None or topic.positions is None:
             messages: list[StoredMessage] = []
             positions: dict[str, int] = {}
-            for record in _read_records(self.file_path(topic.meta["id"]), repair=False):
-                if record.get("type") != "message" or not self._visible(record):
-                    continue
-                message = message_from_record(record)
-                if message is not None and message["id"] not in positions:
-                    positions[message["id"]] = len(messages)
-                    messages.append(message)
+            with collector_paused():
+                for record in _read_records(self.file_path(topic.meta["id"]), repair=False):
+                    if record.get("type") != "message" or not self._visible(record):
+                        continue
+                    message = message_from_record(record)
+                    if message is not None and message["id"] not in positions:
+                        positions[message["id"]] = len(messages)
+                        messages.append(message)
             topic.cache, topic.positions = messages, positions
         return topic.cache, topic.positions
 

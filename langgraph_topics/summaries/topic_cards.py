@@ -8,7 +8,7 @@ of the messages it referenced, so every summary in the state has one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from langgraph_topics.state.records import StoredMessage
@@ -22,18 +22,18 @@ def result_card(
     *,
     summary: str,
     topic_name: str,
-    topic_messages: Sequence[StoredMessage],
-    unsplit: Sequence[StoredMessage],
+    given_ids: Callable[[str], bool],
     references: Sequence[str],
     count_tokens: TokenCounter,
     quoted_messages: Sequence[StoredMessage],
-    topic_tokens: int,
+    topic_tokens: Callable[[], int],
 ) -> tuple[SummaryCard, str | None]:
     """The card of a topic result whose (possibly cut) summary is ``summary``.
 
-    ``quoted_messages`` are the referenced messages in conversation order and
-    ``topic_tokens`` the tokens of the whole topic (``summaries.topic_tokens``), so that no
-    pass over the topic's messages is needed when the back end wrote no card.
+    ``given_ids`` tells the ids of the messages the back end was given (its topic's and the
+    unsplit ones), ``quoted_messages`` are the referenced messages in conversation order and
+    ``topic_tokens`` counts the tokens of the whole topic (``summaries.topic_tokens``), only
+    when the back end wrote no card: no pass over the topic's messages is needed here.
 
     Returns:
         The card (its ``text`` is ``summary``) and why the back end's card was refused, if it
@@ -41,9 +41,8 @@ def result_card(
     """
     refused: str | None = None
     if given is not None:
-        known = {m["id"] for m in topic_messages} | {m["id"] for m in unsplit}
         try:
-            card = validate_card(given, known)
+            card = validate_card(given, _GivenIds(given_ids))
         except CardError as error:
             refused = f"summary card refused: {error}"
         else:
@@ -56,7 +55,17 @@ def result_card(
             summary,
             name=topic_name,
             count_tokens=count_tokens,
-            source_tokens=max(0, topic_tokens - quoted_tokens),
+            source_tokens=max(0, topic_tokens() - quoted_tokens),
         ),
         refused,
     )
+
+
+class _GivenIds(Container[str]):
+    """The ids a card may cite, asked one by one (a topic's ids as a set cost its length)."""
+
+    def __init__(self, given: Callable[[str], bool]) -> None:
+        self._given = given
+
+    def __contains__(self, message_id: object) -> bool:
+        return isinstance(message_id, str) and self._given(message_id)

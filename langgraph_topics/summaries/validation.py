@@ -9,7 +9,7 @@ validation here and the JSON schema that :func:`card_json_schema` hands to anyon
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Container, Mapping
 from functools import lru_cache
 from typing import Any, cast
 
@@ -44,7 +44,7 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(problems) + (f" (+{more} more)" if more > 0 else "")
 
 
-def validate_card(raw: Mapping[str, Any], known_ids: Collection[str] | None = None) -> SummaryCard:
+def validate_card(raw: Mapping[str, Any], known_ids: Container[str] | None = None) -> SummaryCard:
     """The card ``raw`` as a checked :class:`SummaryCard`.
 
     Args:
@@ -76,7 +76,7 @@ def parse_card(
     text: str,
     *,
     summary: str,
-    known_ids: Collection[str],
+    known_ids: Container[str],
     tokens_saved: int,
     source: str = "llm",
 ) -> SummaryCard:

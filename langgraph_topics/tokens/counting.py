@@ -44,6 +44,15 @@ def estimate_tokens_by_script(text: str) -> int:
     return int(round(cjk * 0.75 + other / 4))
 
 
+_NAMED: dict[object, str] = {estimate_tokens_by_script: "script-estimate"}
+"""The bundled counters, by a name that is the same in every process."""
+
+
+def counter_key(counter: TokenCounter) -> str | None:
+    """A bundled counter's lasting name (counts saved under it stay valid); None for others."""
+    return _NAMED.get(counter)
+
+
 @lru_cache(maxsize=4)
 def _encoding_counter(encoding_name: str) -> TokenCounter | None:
     try:
@@ -61,6 +70,7 @@ def _encoding_counter(encoding_name: str) -> TokenCounter | None:
     def count(text: str) -> int:
         return int(encoding.count(text))
 
+    _NAMED[count] = f"quicktok:{encoding_name}"
     return count
 
 
