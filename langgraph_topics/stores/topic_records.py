@@ -81,14 +81,20 @@ def optional_str(value: object) -> str | None:
 
 def message_from_record(record: dict[str, Any]) -> StoredMessage | None:
     """The message a ``message`` record holds; None when it has no string id and content."""
-    # A copy less three keys: one C-level copy, faster than filtering every key in Python
-    # (reopening a long thread builds every message of its active topics this way).
-    message = dict(record)
+    return take_message(dict(record))
+
+
+def take_message(record: dict[str, Any]) -> StoredMessage | None:
+    """:func:`message_from_record` made of ``record`` itself, for a record just decoded.
+
+    Reopening a long thread builds every message of its active topics this way; a copy of
+    each record was a fifth of it.
+    """
     for key in RESERVED_KEYS:
-        message.pop(key, None)
-    if not isinstance(message.get("id"), str) or not isinstance(message.get("content"), str):
+        record.pop(key, None)
+    if not isinstance(record.get("id"), str) or not isinstance(record.get("content"), str):
         return None
-    return cast(StoredMessage, message)
+    return cast(StoredMessage, record)
 
 
 def new_meta(

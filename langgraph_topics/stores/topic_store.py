@@ -37,7 +37,7 @@ from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.archive_shelves import ARCHIVED_DIR, FileArchiveShelf
 from langgraph_topics.stores.collector_pause import collector_paused
 from langgraph_topics.stores.durable import append_durably, fsync_directory, truncate_durably
-from langgraph_topics.stores.jsonl_lines import decode_line, decode_lines
+from langgraph_topics.stores.jsonl_lines import decode_line, decode_lines, decode_whole
 from langgraph_topics.stores.merged_topics import MERGED, merged_target
 from langgraph_topics.stores.seq_ranges import (
     SeqRanges,
@@ -69,6 +69,7 @@ from langgraph_topics.stores.topic_records import (
     message_from_record,
     order_key,
     parse_time,
+    take_message,
 )
 from langgraph_topics.stores.topic_records import TOPICS_DIR as TOPICS_DIR  # re-export
 from langgraph_topics.stores.topic_records import now as _now  # the clock tests freeze
@@ -181,6 +182,13 @@ def _read_records(path: Path, *, repair: bool) -> Iterator[dict[str, Any]]:
 
     A last line without its newline is handled as :func:`_parse_file` says.
     """
+    try:
+        whole = decode_whole(path.read_bytes())
+    except FileNotFoundError:
+        return
+    if whole is not None:  # the common case, without numbering the lines
+        yield from whole
+        return
     parsed = _parse_file(path, repair=repair)
     for number, record in parsed.records:
         if record is None:
@@ -470,7 +478,7 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
                 for record in _read_records(self.file_path(topic.meta["id"]), repair=False):
                     if record.get("type") != "message" or not self._visible(record):
                         continue
-                    message = message_from_record(record)
+                    message = take_message(record)
                     if message is not None and message["id"] not in positions:
                         positions[message["id"]] = len(messages)
                         messages.append(message)
