@@ -291,6 +291,7 @@ class EvidenceScorer:
         )
         if snap.projection is not None:
             large = _LargeSearch(snap, query_vector, terms)
+            base.widen()
             return self._sparse(
                 large,
                 _Rows(extra_dense, extra_lex, extra_codes_array, extra_times_array),
