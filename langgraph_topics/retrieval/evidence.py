@@ -290,16 +290,16 @@ class EvidenceScorer:
             {message_id: base_count + i for i, message_id in enumerate(extra_ids)},
         )
         if snap.projection is not None:
-            large = _LargeSearch(snap, query_vector, terms)
-            base.widen()
-            return self._sparse(
-                large,
+            evidence = self._sparse(
+                _LargeSearch(snap, query_vector, terms),
                 _Rows(extra_dense, extra_lex, extra_codes_array, extra_times_array),
                 names,
                 families,
                 query,
                 positions,
             )
+            base.widen()  # once this first search is done, not beside it
+            return evidence
         # The lexical index may have grown since the snapshot: only its first rows count.
         lex_base = snap.lexical.scores(terms)[:base_count]
         if len(snap.vectors):

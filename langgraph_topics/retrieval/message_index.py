@@ -480,8 +480,9 @@ class MessageIndex:
         few dozen queries (each reads ~2,000 rows not read before); converting all of them
         costs ~125 ms of CPU once, on a thread of its own: numpy's cast releases the GIL, so
         searches go on meanwhile. The evidence scorer starts it after its first search, not
-        on open: streaming 300 MB slowed the open and the first query running beside it by
-        more than it saved them.
+        on open: the conversion (150–280 ms here) outlasts the open's remaining work and the
+        first query (~60 ms), so they could not use it, and beside them on two busy cores it
+        only competed with them (cold starts measured slower, within a wide noise).
         """
         with self._lock:
             if self._widening or self._vectors.dtype != np.float16 or not WIDEN_IN_BACKGROUND:
