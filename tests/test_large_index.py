@@ -204,7 +204,7 @@ def test_a_large_index_reopened_keeps_its_vectors_as_stored(
     root = _copy(saved_large_index, tmp_path)
     index = MessageIndex(root, HashEmbedder(512))
     vectors = index.vectors()
-    assert vectors.dtype == np.float16  # not converted on open: searches convert their rows
+    assert vectors.dtype == np.float16  # not converted on open: the first search starts it
     assert np.array_equal(
         vectors, np.fromfile(root / "vectors.f16", np.float16).reshape(len(index), 512)
     )
@@ -212,3 +212,39 @@ def test_a_large_index_reopened_keeps_its_vectors_as_stored(
     index.add([{**m, "id": f"more{i}"} for i, m in enumerate(more)], ["more"] * 30)
     assert len(index.vectors()) == LARGE_INDEX + 1_030
     assert index.snapshot().projection is not None
+
+
+def _evidence_bytes(index: MessageIndex) -> list[bytes]:
+    scorer = EvidenceScorer(index.embedder)
+    found = []
+    for query in QUERIES:
+        evidence = scorer.score(index, query, [])
+        assert evidence.candidates is not None
+        for values in (evidence.score, evidence.relevance, evidence.dense, evidence.candidates):
+            found.append(values.tobytes())
+    return found
+
+
+def test_a_large_index_converted_after_its_first_search_scores_as_before(
+    saved_large_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    more = synthetic_messages(30, seed=11)
+    more = [{**m, "id": f"more{i}"} for i, m in enumerate(more)]
+    monkeypatch.setattr(message_index, "WIDEN_IN_BACKGROUND", False)
+    halves = MessageIndex(_copy(saved_large_index, tmp_path / "halves"), HashEmbedder(512))
+    EvidenceScorer(halves.embedder).score(halves, QUERIES[0], [])
+    halves.add(more, ["more"] * 30)
+    expected = _evidence_bytes(halves)  # rows converted by the searches themselves
+    assert halves.vectors().dtype == np.float16 and not halves.widened.is_set()
+
+    monkeypatch.setattr(message_index, "WIDEN_IN_BACKGROUND", True)
+    root = _copy(saved_large_index, tmp_path / "widened")
+    index = MessageIndex(root, HashEmbedder(512))
+    assert index.vectors().dtype == np.float16
+    EvidenceScorer(index.embedder).score(index, QUERIES[0], [])
+    index.add(more, ["more"] * 30)  # while converting, or after: both keep the rows
+    assert index.widened.wait(60)
+    on_disk = np.fromfile(root / "vectors.f16", np.float16).reshape(-1, 512)
+    assert index.vectors().dtype == np.float32
+    assert np.array_equal(index.vectors(), on_disk.astype(np.float32))
+    assert _evidence_bytes(index) == expected

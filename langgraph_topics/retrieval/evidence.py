@@ -290,15 +290,16 @@ class EvidenceScorer:
             {message_id: base_count + i for i, message_id in enumerate(extra_ids)},
         )
         if snap.projection is not None:
-            large = _LargeSearch(snap, query_vector, terms)
-            return self._sparse(
-                large,
+            evidence = self._sparse(
+                _LargeSearch(snap, query_vector, terms),
                 _Rows(extra_dense, extra_lex, extra_codes_array, extra_times_array),
                 names,
                 families,
                 query,
                 positions,
             )
+            base.widen()  # once this first search is done, not beside it
+            return evidence
         # The lexical index may have grown since the snapshot: only its first rows count.
         lex_base = snap.lexical.scores(terms)[:base_count]
         if len(snap.vectors):
@@ -411,7 +412,7 @@ class _LargeSearch:
 
     Candidates: the best ``CANDIDATES`` by approximate cosine among the rows of the nearest
     clusters (``Projection.nearest``), and the best by BM25 among each query term's best
-    documents (``BM25.top_documents``), each with its two neighbours (``scored``); their own
+    documents (``BM25.top_documents``), each with its two neighbours (``exact``); their own
     neighbours are scored too (``rows``) so that every candidate's best neighbour is known.
     Nothing here reads every row.
     """
@@ -433,11 +434,14 @@ class _LargeSearch:
         best = best_positions(pool_scores, CANDIDATES)
         by_lex = pool[best[pool_scores[best] > 0]]
         chosen = _ascending(np.concatenate([by_dense, by_lex]))
-        self.scored = _around(chosen, 1, count)
         self.rows = _around(chosen, 2, count)
-        # Exact cosines for the scored rows; their outer neighbours (whose scores only feed
-        # the scored rows' best neighbour) keep the shadows' approximation.
-        exact = np.isin(self.rows, self.scored, assume_unique=True, kind="sort")
+        # Exact cosines for the scored rows (the chosen and their neighbours); their outer
+        # neighbours (whose scores only feed the scored rows' best neighbour) keep the
+        # shadows' approximation. A row is scored when the first chosen row from one before
+        # it on is at most one after it: a binary search per row, not a second spread and
+        # a set test.
+        following = np.append(chosen, count + 2)[np.searchsorted(chosen, self.rows - 1)]
+        exact = following <= self.rows + 1
         self.dense = projection.approximate(query_vector, self.rows)
         self.dense[exact] = row_dots(snap.exact_rows(self.rows[exact]), query_vector)
         self.exact = exact

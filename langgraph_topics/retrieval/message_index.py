@@ -83,14 +83,20 @@ def message_time(message: StoredMessage) -> float | None:
         return None
 
 
+WIDEN_IN_BACKGROUND = True
+"""Whether :meth:`MessageIndex.widen` starts the thread that converts a large index's
+vectors to float32 (tests turn it off to keep the float16 route)."""
+
+
 class HalfRows:
     """float32 copies of a float16 matrix's rows, each converted the first time it is read.
 
     numpy converts float16 at 2–20 ns a value (no vector instructions for it here): the
     2,000 rows a large search scores exactly took 2–20 ms a query. Converting all 100,000
     rows on open took a third of the cold start instead. Rows are kept by chunks of
-    ``CHUNK`` (a row never changes: the index only appends), so after a few queries a search
-    converts nothing.
+    ``CHUNK`` (a row never changes: the index only appends), so a search converts each row
+    once. This serves the searches until the index's own conversion, on a thread of its own
+    (:meth:`MessageIndex.widen`), replaces the float16 matrix.
     """
 
     CHUNK = 4096
@@ -188,11 +194,19 @@ class MessageIndex:
         self._projection: Projection | None = None
         self._arrays: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
         self._lock = threading.RLock()
+        self.widened = threading.Event()
+        """Set once the vectors are float32 (at once unless opened large: see :meth:`widen`)."""
+        self._widening = False
+        self._stored_precision = False
+        """Rows are held at float16 precision (an index opened large), in float16 until
+        :meth:`widen` and in float32 after: a search finds the same either way."""
         self._lexical_files = LexicalFiles(root) if root is not None else None
         self._projection_files = ProjectionFiles(root) if root is not None else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
             self._load()
+        if self._vectors.dtype == np.float32:
+            self.widened.set()
 
     def __len__(self) -> int:
         with self._lock:
@@ -338,13 +352,14 @@ class MessageIndex:
 
         float32 in memory although float16 on disk: numpy converts float16 at about 2 ns a
         value, which a search would pay on every row it scores; opening pays it once. An
-        index opened with ``LARGE_INDEX`` rows or more keeps float16 (the same values): its
-        searches score a few thousand rows, and converting 100,000 rows was a third of
-        opening one.
+        index opened with ``LARGE_INDEX`` rows or more is float16 (the same values) until
+        :meth:`widen` has converted it: converting 100,000 rows was a third of opening one.
         """
         with self._lock:
             if self._rows:
                 fresh = np.concatenate(self._rows).astype(np.float32)
+                if self._stored_precision:
+                    fresh = fresh.astype(np.float16)
                 self._rows = []
                 needed = self._filled + len(fresh)
                 if len(self._vectors) < needed or self._vectors.shape[1] != fresh.shape[1]:
@@ -430,12 +445,15 @@ class MessageIndex:
             truncate_durably(self.root / VECTORS_FILE, rows * row_bytes)
             _rewrite_entries(self.root / ENTRIES_FILE, entries.cut(rows))
         matrix = np.frombuffer(raw, dtype=np.float16, count=rows * dim).reshape(rows, dim)
-        # A large index stays float16 (its searches convert the few rows they score); a small
-        # one is converted once, as every search multiplies the query with all its rows.
+        # A small index is converted at once, as every search multiplies the query with all
+        # its rows. A large one stays float16 until :meth:`widen` has converted it (a third
+        # of the cold start at 100,000 rows if done here); meanwhile its searches convert the
+        # few rows they score.
         self._vectors = matrix if rows >= LARGE_INDEX else matrix.astype(np.float32)
         self._filled = rows
+        self._stored_precision = rows >= LARGE_INDEX
         if rows >= LARGE_INDEX and self._projection_files is not None:
-            self._projection = self._projection_files.load(self._vectors)
+            self._projection = self._projection_files.load(matrix)
         assert self._lexical_files is not None
         columns = self._lexical_files.load(rows)
         # Documents the lexical files lack (an index from before them) are completed from
@@ -454,6 +472,54 @@ class MessageIndex:
         self._load_rekeyed(rows)
         for topic_id in dict.fromkeys(self.topics):
             self._note_topic(topic_id, append=False)
+
+    def widen(self) -> None:
+        """Start converting the float16 vectors of an index opened large to float32 (once).
+
+        Converting the rows a search scores cost it 2–4 ms at 100,000 messages for the first
+        few dozen queries (each reads ~2,000 rows not read before); converting all of them
+        costs ~125 ms of CPU once, on a thread of its own: numpy's cast releases the GIL, so
+        searches go on meanwhile. The evidence scorer starts it after its first search, not
+        on open: the conversion (150–280 ms here) outlasts the open's remaining work and the
+        first query (~60 ms), so they could not use it, and beside them on two busy cores it
+        only competed with them (cold starts measured slower, within a wide noise).
+        """
+        with self._lock:
+            if self._widening or self._vectors.dtype != np.float16 or not WIDEN_IN_BACKGROUND:
+                return
+            self._widening = True
+            half = np.asarray(self._vectors[: self._filled], np.float16)
+        threading.Thread(
+            target=self._widen, args=(half,), name="message-index-widen", daemon=True
+        ).start()
+
+    def _widen(self, half: npt.NDArray[np.float16]) -> None:
+        """Replace the float16 vectors with float32 ones converted here (see :meth:`widen`).
+
+        Rows appended meanwhile are copied under the lock; the buffer has the room a
+        doubling would give.
+        """
+        try:
+            full = np.empty((2 * len(half), half.shape[1]), np.float32)
+            step = HalfRows.CHUNK
+            for start in range(0, len(half), step):
+                end = min(start + step, len(half))
+                full[start:end] = half[start:end]
+            with self._lock:
+                current = self._vectors
+                if (
+                    current.dtype != np.float16
+                    or current.shape[1] != half.shape[1]
+                    or self._filled > len(full)
+                ):
+                    return  # rebuilt, or grown past the room meanwhile: keep float16
+                full[len(half) : self._filled] = current[len(half) : self._filled]
+                self._vectors = full
+                self._halves = HalfRows()
+        except MemoryError:
+            log.warning("%s: no memory to convert the vectors; searches convert rows", self.root)
+        finally:
+            self.widened.set()
 
     def _load_rekeyed(self, rows: int) -> None:
         """Apply ``rekeyed.jsonl`` to the rows read: a line counts for the rows it still names.
