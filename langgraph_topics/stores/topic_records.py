@@ -631,10 +631,7 @@ class TopicRecordIndex(Generic[TopicT]):
         Raises:
             KeyError: Unknown topic.
         """
-        with self._lock:
-            self._catch_up()
-            self._live(topic_id)
-            return list(self._holding(topic_id)[0])
+        return list(self.messages_view(topic_id))
 
     def messages_view(self, topic_id: str) -> MessagesView:
         """The messages of :meth:`messages`, without copying them (``stores/message_views``).
