@@ -12,9 +12,10 @@ import pytest
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores import JsonlTopicStore
 from langgraph_topics.stores.collector_pause import collector_paused
-from langgraph_topics.stores.jsonl_lines import decode_lines
+from langgraph_topics.stores.jsonl_lines import decode_lines, decode_whole
 from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.stores.overlay import OverlayTopicStore
+from langgraph_topics.stores.topic_store import _read_records
 
 
 def _said(n: int, content: str | None = None) -> StoredMessage:
@@ -74,6 +75,27 @@ def test_files_decode_the_same_whichever_parser_reads_them() -> None:
     assert decoded[3][1] is None
     well_formed = [json.dumps({"id": str(n), "n": n}).encode() for n in range(3)]
     assert decode_lines(well_formed) == [(n + 1, {"id": str(n), "n": n}) for n in range(3)]
+    whole = decode_whole(b"\n".join(well_formed) + b"\n")
+    assert whole == [record for _, record in decode_lines(well_formed)]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"id": "a"}\n{"id": "b"}',  # torn: no newline at the end
+        b'{"id": "a"}\n\n{"id": "b"}\n',  # a blank line
+        b'{"id": "a"}, {"id": "b"}\n',  # one line edited into two objects
+        b'{"id": "a"}\n[1]\n',  # a line that is not an object
+    ],
+)
+def test_a_file_read_whole_only_when_every_line_is_one_object(tmp_path: Path, raw: bytes) -> None:
+    assert decode_whole(raw) is None
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(raw)
+    # The line-by-line parse decides what such a file holds, with its line numbers.
+    assert list(_read_records(path, repair=False)) == [
+        record for _, record in decode_lines(raw.split(b"\n")) if record is not None
+    ]
 
 
 def test_the_collector_comes_back_as_it_was_after_every_reader() -> None:

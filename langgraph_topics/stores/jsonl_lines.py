@@ -50,9 +50,10 @@ def decode_line(line: bytes) -> dict[str, Any] | None:
 def decode_whole(raw: bytes) -> list[dict[str, Any]] | None:
     """Every line of a well-formed JSONL file as a JSON object, in one parse; else None.
 
-    Well-formed: it ends with a newline and every line is an object (no blank, torn or damaged
-    line: those need :func:`decode_lines` and their numbers). A newline byte never occurs
-    inside a JSON value, so the lines joined by commas are one array.
+    Well-formed: it ends with a newline and every line is one object (no blank, torn or
+    damaged line: those need :func:`decode_lines` and their numbers). A newline byte never
+    occurs inside a JSON value, so the lines joined by commas are one array; as many records as
+    lines rules out a line edited into two objects.
     """
     if not raw.endswith(b"\n"):
         return None
@@ -60,6 +61,10 @@ def decode_whole(raw: bytes) -> list[dict[str, Any]] | None:
         records = orjson.loads(b"[" + raw[:-1].replace(b"\n", b",") + b"]")
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+    if (
+        not isinstance(records, list)
+        or len(records) != raw.count(b"\n")
+        or not all(isinstance(r, dict) for r in records)
+    ):
         return None
     return records

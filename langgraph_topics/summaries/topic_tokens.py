@@ -26,6 +26,8 @@ from weakref import WeakKeyDictionary
 
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.durable import replace_durably
+from langgraph_topics.stores.overlay import OverlayTopicStore
+from langgraph_topics.stores.topic_store import JsonlTopicStore
 from langgraph_topics.tokens import TokenCounter
 from langgraph_topics.tokens.counting import counter_key
 
@@ -103,20 +105,14 @@ def _checksum(message: StoredMessage) -> int:
     return zlib.crc32(message["content"].encode("utf-8", "surrogatepass"))
 
 
-def _base_store(store: object) -> object:
-    """The store a dry-run overlay (or a stack of them) reads through to."""
-    while (base := getattr(store, "base", None)) is not None:
-        store = base
-    return store
-
-
 def _thread_totals(store: object) -> _ThreadTotals:
-    base = _base_store(store)
-    root = getattr(base, "root", None)
+    """The totals of the thread ``store`` holds, through any dry-run overlays on it."""
+    while isinstance(store, OverlayTopicStore):
+        store = store.base
     with _THREADS_LOCK:
-        if not isinstance(root, Path):
-            return _IN_MEMORY.setdefault(base, _ThreadTotals(None))
-        path = root / TOTALS_FILE
+        if not isinstance(store, JsonlTopicStore):
+            return _IN_MEMORY.setdefault(store, _ThreadTotals(None))
+        path = store.root / TOTALS_FILE
         found = _ON_FILES.get(path)
         if found is None:
             found = _ON_FILES[path] = _ThreadTotals(path, _load(path))
