@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from langgraph_topics.roles.protocols import EvidenceTopicWindow
-from langgraph_topics.stores.protocols import BranchedTopicStore
+from langgraph_topics.stores.protocols import BranchedTopicStore, ViewedTopicStore
 
 _answers: dict[tuple[type, Any], bool] = {}
 
@@ -33,3 +33,8 @@ def uses_evidence(window: object) -> TypeGuard[EvidenceTopicWindow]:
 def is_branched(store: object) -> TypeGuard[BranchedTopicStore]:
     """Whether a topic store keeps branches (checkpoints name the records they see)."""
     return implements(store, BranchedTopicStore)
+
+
+def has_views(store: object) -> TypeGuard[ViewedTopicStore]:
+    """Whether a topic store hands out views of its topics instead of copies."""
+    return implements(store, ViewedTopicStore)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from hashlib import sha1
 
 from langgraph_topics.errors import InputError
@@ -26,6 +27,9 @@ _READABLE_CHARS = 48
 _DIGEST_CHARS = 10
 
 
+# Every turn derives the thread's directory several times (locks, stores, the tuning log): a
+# regular expression and a SHA-1 each time, for a handful of threads per process.
+@lru_cache(maxsize=4096)
 def thread_directory_name(thread_id: str) -> str:
     """A file-system-safe, collision-free directory name for a thread id."""
     return _readable_name(thread_id, _UNSAFE_IN_DIRECTORY, thread_id.encode("utf-8"))

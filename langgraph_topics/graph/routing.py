@@ -9,7 +9,7 @@ from langgraph.types import Send
 
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.schema import TopicState, TopicWindowTask
-from langgraph_topics.state.working_set import stored_view
+from langgraph_topics.state.turn_records import turn_records
 from langgraph_topics.subtopics.families import prior_families
 
 
@@ -52,7 +52,7 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
     ]
     if not pending:
         return "assemble"
-    unsplit = stored_view(state["messages"])
+    unsplit = turn_records(state["messages"])
     thread_id = thread_id_of(runtime)
     round_ = state.get("activation_rounds", 0)
     families = prior_families(state.get("topics") or {})

@@ -40,8 +40,9 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.turn_records import turn_records
 from langgraph_topics.state.units import unit_in_store
-from langgraph_topics.state.working_set import located_in_topics, recent_messages, stored_view
+from langgraph_topics.state.working_set import located_in_topics, recent_messages
 from langgraph_topics.stores.protocols import TopicStore
 from langgraph_topics.subtopics.families import family_heads, prior_families
 from langgraph_topics.tokens import TokenCounter, message_tokens
@@ -599,7 +600,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     thread_id = thread_id_of(runtime)
     stores = services.branch_stores(thread_id, state)
     store = stores.topic_store
-    working = stored_view(state["messages"])
+    working = turn_records(state["messages"])
     results = list((state.get("topic_results") or {}).values())
     wanted = [i for r in results for i in r["referenced_message_ids"]]
     families = prior_families(state.get("topics") or {})

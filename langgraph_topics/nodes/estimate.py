@@ -15,9 +15,10 @@ from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import render_system_prompt
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.settings import Settings
-from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
+from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of
 from langgraph_topics.state.records import EstimateRecord, ThreadBefore, TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.turn_records import new_turn, turn_records
 from langgraph_topics.stores.protocols import SplittableTopicStore
 from langgraph_topics.tokens import message_tokens
 from langgraph_topics.workflow.render import render_workflow_block
@@ -132,6 +133,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     services = services_of(runtime)
     settings = services.settings
     thread_id = thread_id_of(runtime)
+    new_turn()
     messages = state["messages"]
     new = _new_messages(messages, state.get("last_seen_id"))
     now = services.clock().isoformat()
@@ -156,7 +158,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     topic_tokens = previous["sections"]["topics"] if previous and any_active else 0
     # Large tool results count as the window shows them: their reference and preview.
     shown = windowed_messages(
-        (to_stored(m) for m in kept),
+        turn_records(kept),
         NamespacePolicy.of(settings),
         language,
         settings.prompt_dir,

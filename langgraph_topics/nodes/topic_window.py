@@ -17,11 +17,10 @@ from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.protocols import TopicVerdict
 from langgraph_topics.roles.topic_info import topic_info
-from langgraph_topics.runtime_protocols import uses_evidence
+from langgraph_topics.runtime_protocols import has_views, uses_evidence
 from langgraph_topics.services import TopicContext, branch_ranges, services_of
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowTask
-from langgraph_topics.stores.protocols import ViewedTopicStore
 from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.summaries.topic_cards import result_card
 from langgraph_topics.summaries.topic_tokens import topic_tokens
@@ -76,7 +75,7 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
         info = topic_info(store, task["topic_id"], "active")
         topic_messages: Sequence[StoredMessage] = (
             store.messages_view(task["topic_id"])
-            if isinstance(store, ViewedTopicStore)
+            if has_views(store)
             else store.messages(task["topic_id"])
         )
     except KeyError:

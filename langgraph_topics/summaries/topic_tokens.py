@@ -68,11 +68,12 @@ class _ThreadTotals:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-_IN_MEMORY: WeakKeyDictionary[object, _ThreadTotals] = WeakKeyDictionary()
-"""Stores without files, by base store object."""
 _ON_FILES: dict[Path, _ThreadTotals] = {}
 """Stores on files, by totals file: a thread's branches and reopened stores share them (the
 totals check themselves), and only one writer per file is in flight."""
+_BY_STORE: WeakKeyDictionary[object, _ThreadTotals] = WeakKeyDictionary()
+"""The totals of each base store object: its own for a store without files, else its file's
+(looked up once per store: every topic window asks every turn)."""
 _THREADS_LOCK = threading.Lock()
 
 
@@ -110,12 +111,17 @@ def _thread_totals(store: object) -> _ThreadTotals:
     while isinstance(store, OverlayTopicStore):
         store = store.base
     with _THREADS_LOCK:
+        found = _BY_STORE.get(store)
+        if found is not None:
+            return found
         if not isinstance(store, JsonlTopicStore):
-            return _IN_MEMORY.setdefault(store, _ThreadTotals(None))
-        path = store.root / TOTALS_FILE
-        found = _ON_FILES.get(path)
-        if found is None:
-            found = _ON_FILES[path] = _ThreadTotals(path, _load(path))
+            found = _ThreadTotals(None)
+        else:
+            path = store.root / TOTALS_FILE
+            found = _ON_FILES.get(path)
+            if found is None:
+                found = _ON_FILES[path] = _ThreadTotals(path, _load(path))
+        _BY_STORE[store] = found
         return found
 
 
