@@ -165,12 +165,32 @@ def test_fanout_is_parallel() -> None:
 
 
 def test_overhead_measures_both_graphs() -> None:
-    from langgraph_topics.bench.overhead import measure_size
+    from langgraph_topics.bench.overhead import measure_size, overhead_table
 
     size = measure_size(120, 4, 2)
     assert size["topic_graph"]["median_ms"] > 0 and size["plain_graph"]["median_ms"] > 0
     assert size["topic_graph"]["cpu_ms"] > 0 and size["floor_graph"]["cpu_ms"] > 0
     assert size["topic_graph"]["checkpoint_bytes_per_turn"] > 0
+    assert size["state_floor_graph"]["cpu_ms"] > 0
+    assert "state ÷ floor" in overhead_table(
+        {"active_topics": 4, "budget_tokens": 8000, "sizes": [size]}
+    )
+
+
+def test_the_state_shaped_floor_has_the_topic_graphs_state_and_no_work(tmp_path: Path) -> None:
+    from langgraph_topics.bench.floor import FloorThread
+    from langgraph_topics.graph.builder import build_graph
+
+    floor = FloorThread(
+        tmp_path / "f.sqlite", topics=5, active=3, working=["a", "b"], state_shaped=True
+    )
+    assert set(floor.graph.channels) == set(build_graph().channels)
+    floor.turn("one")
+    floor.turn("two")
+    values = floor.graph.get_state(floor.config).values
+    assert [m.content for m in values["messages"]][-4:] == ["one", "Noted.", "two", "Noted."]
+    assert len(values["topic_results"]) == 3  # one window per active topic, this turn's only
+    assert values["turn"] == 2
 
 
 def test_search_bench_reports_each_size(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -6,6 +6,10 @@ its peak RSS is its own. Beside the topic graph, in the same process:
 
 - the floor (``bench/floor.py``): the same graph shape doing no work, on the same saver, with
   the same durability and fan-out. The ratio to it is the product's own cost;
+- the state-shaped floor (same file): the topic graph's own state schema, nodes and routes,
+  doing no work. Over the floor, what LangGraph charges for the topic graph's state (its
+  channels, routes that copy them all, a working set that grows until a split); the rest of
+  the ratio is the nodes' work;
 - a plain LangGraph chat graph (``messages`` with ``add_messages``, the same SQLite
   checkpointer) holding the whole history, what a memory-less app pays.
 
@@ -146,6 +150,14 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     written = checkpoint_bytes(floor_path)
     floor_seconds, floor_cpu = _timed_turns(lambda n: floor.turn(message_text(10**7 + n)), turns)
     floor_written = checkpoint_bytes(floor_path) - written
+    shaped = FloorThread(
+        work / "state-floor.sqlite",
+        topics=topics,
+        active=active,
+        working=[message_text(n) for n in range(history - 30, history)],
+        state_shaped=True,
+    )
+    shaped_seconds, shaped_cpu = _timed_turns(lambda n: shaped.turn(message_text(10**7 + n)), turns)
 
     plain_path = work / "plain.sqlite"
     plain = _plain_graph(plain_path)
@@ -186,6 +198,10 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
             "p95_ms": round(1000 * _p95(floor_seconds), 1),
             "cpu_ms": round(1000 * statistics.median(floor_cpu), 1),
             "checkpoint_bytes_per_turn": floor_written // turns,
+        },
+        "state_floor_graph": {
+            "median_ms": round(1000 * statistics.median(shaped_seconds), 1),
+            "cpu_ms": round(1000 * statistics.median(shaped_cpu), 1),
         },
         "plain_graph": {
             "median_ms": round(1000 * statistics.median(plain_seconds), 1),
@@ -238,6 +254,7 @@ def overhead_table(report: dict[str, Any]) -> str:
     rows = []
     for size in report["sizes"]:
         mine, floor, plain = size["topic_graph"], size["floor_graph"], size["plain_graph"]
+        shaped = size["state_floor_graph"]
         rows.append(
             [
                 f"{size['history']:,}",
@@ -249,6 +266,8 @@ def overhead_table(report: dict[str, Any]) -> str:
                 mine["cpu_ms"],
                 floor["cpu_ms"],
                 f"{mine['cpu_ms'] / max(floor['cpu_ms'], 1e-9):.2f}",
+                shaped["median_ms"],
+                f"{shaped['median_ms'] / max(floor['median_ms'], 1e-9):.2f}",
                 plain["median_ms"],
                 f"{mine['checkpoint_bytes_per_turn']:,}",
                 f"{floor['checkpoint_bytes_per_turn']:,}",
@@ -267,6 +286,8 @@ def overhead_table(report: dict[str, Any]) -> str:
         "cpu ms",
         "floor cpu ms",
         "cpu ÷ floor",
+        "state floor ms",
+        "state ÷ floor",
         "plain chat ms",
         "ckpt B/turn",
         "floor ckpt B/turn",
