@@ -381,23 +381,23 @@ class OutsideTerms:
     @classmethod
     def of(cls, documents: Sequence[Sequence[str]], vocabulary: dict[str, int]) -> OutsideTerms:
         """The pairs of ``documents``; terms not in ``vocabulary`` are added to it."""
-        lengths = np.fromiter((len(d) for d in documents), np.int64, len(documents))
         owners: list[int] = []
         term_ids: list[int] = []
         counts: list[int] = []
+        starts = [0]
         for position, document in enumerate(documents):
             for term, tf in _term_counts(tuple(document)).items():
                 owners.append(position)
                 term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
                 counts.append(tf)
-        pairs = np.bincount(np.asarray(owners, np.int64), minlength=len(documents))
+            starts.append(len(owners))
         return cls(
             vocabulary=vocabulary,
-            lengths=lengths,
-            starts=np.r_[0, np.cumsum(pairs)].astype(np.int64),
-            owners=np.asarray(owners, np.int64),
-            term_ids=np.asarray(term_ids, np.int64),
-            counts=np.asarray(counts, np.float64),
+            lengths=np.array([len(d) for d in documents], dtype=np.int64),
+            starts=np.array(starts, dtype=np.int64),
+            owners=np.array(owners, dtype=np.int64),
+            term_ids=np.array(term_ids, dtype=np.int64),
+            counts=np.array(counts, dtype=np.float64),
         )
 
     def __len__(self) -> int:

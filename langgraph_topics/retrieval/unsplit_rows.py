@@ -84,7 +84,8 @@ class UnsplitRowsCache:
         keys = tuple(message_key(m) for m in messages)
         with self._lock:
             for place, kept in enumerate(self._lists):
-                if kept.keys == keys:
+                # Lengths first: tuples compare item by item even when their lengths differ.
+                if len(kept.keys) == len(keys) and kept.keys == keys:
                     self._lists.append(self._lists.pop(place))
                     return kept
             if len(self._vocabulary) > VOCABULARY_LIMIT:
