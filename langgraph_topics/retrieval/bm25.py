@@ -354,3 +354,107 @@ def score_documents(
 def _term_counts(document: tuple[str, ...]) -> Counter[str]:
     """A document's term counts (shared, read-only): the unsplit messages are scored every turn."""
     return Counter(document)
+
+
+@dataclass(frozen=True)
+class OutsideTerms:
+    """Term counts of documents outside an index, as flat (document, term, count) pairs.
+
+    The unsplit messages are scored again every turn: their counts are kept (``retrieval/
+    unsplit_rows.py``) and a query then costs a few array operations per query term
+    (:meth:`scores`) instead of a dictionary lookup per document and term.
+    """
+
+    vocabulary: Mapping[str, int]
+    """Each term's id; shared by related instances, ids never change (only new ones join)."""
+    lengths: npt.NDArray[np.int64]
+    """Each document's length in terms."""
+    starts: npt.NDArray[np.int64]
+    """Where each document's pairs start (one more entry: the end of the last)."""
+    owners: npt.NDArray[np.int64]
+    """Each pair's document."""
+    term_ids: npt.NDArray[np.int64]
+    """Each pair's term id."""
+    counts: npt.NDArray[np.float64]
+    """Each pair's term frequency."""
+
+    @classmethod
+    def of(cls, documents: Sequence[Sequence[str]], vocabulary: dict[str, int]) -> OutsideTerms:
+        """The pairs of ``documents``; terms not in ``vocabulary`` are added to it."""
+        owners: list[int] = []
+        term_ids: list[int] = []
+        counts: list[int] = []
+        starts = [0]
+        for position, document in enumerate(documents):
+            for term, tf in _term_counts(tuple(document)).items():
+                owners.append(position)
+                term_ids.append(vocabulary.setdefault(term, len(vocabulary)))
+                counts.append(tf)
+            starts.append(len(owners))
+        return cls(
+            vocabulary=vocabulary,
+            lengths=np.array([len(d) for d in documents], dtype=np.int64),
+            starts=np.array(starts, dtype=np.int64),
+            owners=np.array(owners, dtype=np.int64),
+            term_ids=np.array(term_ids, dtype=np.int64),
+            counts=np.array(counts, dtype=np.float64),
+        )
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def after(self, first: int, more: OutsideTerms) -> OutsideTerms:
+        """The documents from ``first`` on, then those of ``more`` (same vocabulary)."""
+        assert more.vocabulary is self.vocabulary
+        cut = int(self.starts[first])
+        return OutsideTerms(
+            vocabulary=self.vocabulary,
+            lengths=np.concatenate([self.lengths[first:], more.lengths]),
+            starts=np.concatenate(
+                [self.starts[first:-1] - cut, more.starts + (int(self.starts[-1]) - cut)]
+            ),
+            owners=np.concatenate([self.owners[cut:] - first, more.owners + (len(self) - first)]),
+            term_ids=np.concatenate([self.term_ids[cut:], more.term_ids]),
+            counts=np.concatenate([self.counts[cut:], more.counts]),
+        )
+
+    def scores(self, index: BM25, query: Sequence[str]) -> npt.NDArray[np.float64]:
+        """:func:`score_documents` of these documents, bit for bit.
+
+        Each document adds the same terms' weights in the same order (the query's), each
+        weight computed with the same operations in the same order, so only the loops differ.
+        """
+        out = np.zeros(len(self), dtype=np.float64)
+        if not len(self):
+            return out
+        average = index._total_length / index.count if index.count and index._total_length else 0.0
+        if not average:
+            average = float(np.mean(self.lengths)) or 1.0
+        idf = {term: index.idf(term) or math.log(1 + (index.count + 0.5) / 0.5) for term in query}
+        norm = index.k1 * (1 - index.b + index.b * self.lengths / average)
+        # Each query term's pairs, in query order (a repeated term again): ``np.add.at`` adds
+        # them in that order, so each document sums its weights in the query's order.
+        found: dict[str, npt.NDArray[np.int64]] = {}
+        parts: list[npt.NDArray[np.int64]] = []
+        weights: list[float] = []
+        sizes: list[int] = []
+        for term in query:
+            hits = found.get(term)
+            if hits is None:
+                term_id = self.vocabulary.get(term)
+                hits = _NO_PAIRS if term_id is None else np.flatnonzero(self.term_ids == term_id)
+                found[term] = hits
+            if len(hits):
+                parts.append(hits)
+                weights.append(idf[term])
+                sizes.append(len(hits))
+        if not parts:
+            return out
+        pairs = np.concatenate(parts)
+        owners, tf = self.owners[pairs], self.counts[pairs]
+        term_idf = np.repeat(np.asarray(weights, dtype=np.float64), sizes)
+        np.add.at(out, owners, term_idf * tf * (index.k1 + 1) / (tf + norm[owners]))
+        return out
+
+
+_NO_PAIRS = np.zeros(0, dtype=np.int64)

@@ -37,16 +37,16 @@ import numpy as np
 import numpy.typing as npt
 
 from langgraph_topics.retrieval.bm25 import score_documents
+from langgraph_topics.retrieval.joined_codes import JoinedCodes
 from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.message_index import (
     MessageIndex,
     OverlayMessageIndex,
     Snapshot,
-    message_time,
 )
 from langgraph_topics.retrieval.projection import best_positions
 from langgraph_topics.retrieval.row_dots import row_dots
-from langgraph_topics.roles.native.text import indexed_text
+from langgraph_topics.retrieval.unsplit_rows import UnsplitRowsCache
 from langgraph_topics.roles.native.vectors import VectorCache
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
@@ -198,8 +198,10 @@ class EvidenceScorer:
         self.topic_weight = topic_weight
         self.sitting_gap_seconds = sitting_gap_seconds
         self.vectors = VectorCache(embedder, max_entries=20_000)
+        self.unsplit = UnsplitRowsCache(self.vectors)
         self._results: OrderedDict[tuple[object, ...], Evidence] = OrderedDict()
         self._lock = threading.Lock()
+        self._codes = JoinedCodes()
 
     def score(
         self,
@@ -245,13 +247,8 @@ class EvidenceScorer:
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         snap = base.snapshot()
         base_count = snap.count
-        extra_ids: list[str] = []
         names = list(snap.topic_names)
         code_of = {name: code for code, name in enumerate(names)}
-        extra_codes: list[int] = []
-        extra_times: list[float | None] = []
-        extra_vectors: list[npt.NDArray[np.float32]] = []
-        extra_terms: list[tuple[str, ...]] = []
 
         def code(group: str) -> int:
             if group not in code_of:
@@ -259,31 +256,34 @@ class EvidenceScorer:
                 names.append(group)
             return code_of[group]
 
-        if isinstance(index, OverlayMessageIndex):  # a dry run's split, indexed in memory
-            view = index.snapshot()
-            extra_ids.extend(index.ids[: view.count])
-            extra_codes.extend(code(view.topic_names[c]) for c in view.codes)
-            extra_times.extend(None if np.isnan(t) else float(t) for t in view.times)
-            extra_vectors.extend(view.vectors)
-            extra_terms.extend(index.terms)
-        if unsplit:
-            texts = [indexed_text(m) or " " for m in unsplit]
-            keyed = [((m["id"], hash(t)), t) for m, t in zip(unsplit, texts, strict=True)]
-            extra_vectors.extend(self.vectors.embed(keyed))
-            extra_terms.extend(lexical_terms(t) for t in texts)
-            extra_ids.extend(m["id"] for m in unsplit)
-            extra_codes.extend(code(UNSPLIT_GROUP) for _ in unsplit)
-            extra_times.extend(message_time(m) for m in unsplit)
+        rows = self.unsplit.rows(unsplit)
         query_vector = self.vectors.embed([(("query", query), query or " ")])[0]
         terms = lexical_terms(query)
-        extra_codes_array = np.asarray(extra_codes, dtype=np.int64)
-        extra_times_array = np.asarray([np.nan if t is None else t for t in extra_times])
-        extra_dense = (
-            (np.stack(extra_vectors) @ query_vector).astype(np.float64)
-            if extra_vectors
-            else np.zeros(0)
-        )
-        extra_lex = score_documents(snap.lexical, terms, extra_terms)
+        if isinstance(index, OverlayMessageIndex):  # a dry run's split, indexed in memory
+            view = index.snapshot()
+            overlay_codes = [code(view.topic_names[c]) for c in view.codes]
+            unsplit_code = [code(UNSPLIT_GROUP)] * len(rows) if len(rows) else []
+            extra_ids = index.ids[: view.count] + rows.ids
+            extra_codes_array = np.asarray(overlay_codes + unsplit_code, dtype=np.int64)
+            extra_times_array = np.concatenate([view.times, rows.times])
+            extra_vectors = [*view.vectors, *rows.vectors]
+            extra_dense = (
+                (np.stack(extra_vectors) @ query_vector).astype(np.float64)
+                if extra_vectors
+                else np.zeros(0)
+            )
+            extra_lex = score_documents(snap.lexical, terms, [*index.terms, *rows.terms])
+        else:
+            # The common case, without a list per message: the rows are kept between turns.
+            extra_ids = rows.ids
+            extra_codes_array = np.full(
+                len(rows), code(UNSPLIT_GROUP) if len(rows) else 0, dtype=np.int64
+            )
+            extra_times_array = rows.times
+            extra_dense = (
+                (rows.vectors @ query_vector).astype(np.float64) if len(rows) else np.zeros(0)
+            )
+            extra_lex = rows.counts.scores(snap.lexical, terms)
         positions = Positions(
             base.position,
             base_count,
@@ -310,7 +310,7 @@ class EvidenceScorer:
             dense_base = np.zeros(0)
         dense = np.concatenate([dense_base, extra_dense])
         lex = np.concatenate([lex_base, extra_lex])
-        codes = np.concatenate([snap.codes, extra_codes_array])
+        codes = self._codes.join(snap.codes, extra_codes_array)
         times = np.concatenate([snap.times, extra_times_array])
         own = self._own(dense, lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
@@ -387,7 +387,7 @@ class EvidenceScorer:
         return Evidence(
             query=query,
             query_vector=large.query_vector,
-            group_codes=np.concatenate([snap.codes, extra.codes]),
+            group_codes=self._codes.join(snap.codes, extra.codes),
             group_names=names,
             position=positions,
             score=score,
@@ -468,9 +468,15 @@ def _relevance(fused: Floats) -> Floats:
 
 
 def _around(rows: npt.NDArray[np.int64], reach: int, count: int) -> npt.NDArray[np.int64]:
-    """``rows`` and the rows up to ``reach`` away, within ``[0, count)``, ascending."""
-    spread = _ascending(np.concatenate([rows + step for step in range(-reach, reach + 1)]))
-    return spread[(spread >= 0) & (spread < count)]
+    """``rows`` (within ``[0, count)``) and the rows up to ``reach`` away, ascending.
+
+    Marked on a mask of the whole index: a few thousand writes and one scan cost half the
+    sort of every shifted copy.
+    """
+    marked = np.zeros(count + 2 * reach, dtype=bool)
+    for step in range(2 * reach + 1):
+        marked[rows + step] = True
+    return np.flatnonzero(marked[reach : count + reach]).astype(np.int64)
 
 
 def _ascending(rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

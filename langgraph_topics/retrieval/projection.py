@@ -233,14 +233,26 @@ class Projection:
         along = (self.axes.T @ query).astype(np.float32)
         lists = self.lists
         centres = np.sort(best_positions(self.centroids @ along, probes))
-        rows = [lists.order[lists.starts[c] : lists.starts[c + 1]] for c in centres]
-        dots = [lists.shadows[lists.starts[c] : lists.starts[c + 1]] @ along for c in centres]
-        rows.append(np.arange(lists.listed, len(self.shadows), dtype=np.int64))
-        dots.append(self.shadows[lists.listed :] @ along)
-        found = np.concatenate(rows)
+        starts, ends = lists.starts[centres], lists.starts[centres + 1]
+        sizes = ends - starts
+        probed = int(sizes.sum())
+        total = probed + len(self.shadows) - lists.listed
+        # One product per cluster, as each cluster's run is its own product (a row's last
+        # bits depend on where it sits in the product), written in place: no list of arrays.
+        dots = np.empty(total, np.float32)
+        at = 0
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            np.matmul(lists.shadows[start:end], along, out=dots[at : at + end - start])
+            at += end - start
+        np.matmul(self.shadows[lists.listed :], along, out=dots[probed:])
+        found = np.empty(total, np.int64)
+        # Each probed row's place in ``lists.order``: its place in ``dots`` plus its run's shift.
+        shifts = starts - (np.cumsum(sizes) - sizes)
+        found[:probed] = lists.order[np.arange(probed) + np.repeat(shifts, sizes)]
+        found[probed:] = np.arange(lists.listed, len(self.shadows))
         if len(found) <= count:
             return np.sort(found)
-        return found[best_positions(np.concatenate(dots), count)]
+        return found[best_positions(dots, count)]
 
 
 def best_positions(values: npt.NDArray[Any], count: int) -> Rows:
