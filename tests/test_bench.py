@@ -177,6 +177,19 @@ def test_overhead_measures_both_graphs() -> None:
     )
 
 
+def test_the_compared_graphs_take_turns_in_a_rotating_order() -> None:
+    from langgraph_topics.bench.overhead import _interleaved_turns
+
+    ran: list[tuple[str, int]] = []
+    timed = _interleaved_turns(
+        {name: (lambda n, name=name: ran.append((name, n))) for name in "abc"}, 4
+    )
+    assert ran[:6] == [("a", 0), ("b", 0), ("c", 0), ("b", 1), ("c", 1), ("a", 1)]
+    for turn in range(4):  # every graph's turn n before any graph's turn n + 1
+        assert sorted(ran[3 * turn : 3 * turn + 3]) == [(name, turn) for name in "abc"]
+    assert {name: len(wall) for name, (wall, cpu) in timed.items()} == {"a": 4, "b": 4, "c": 4}
+
+
 def test_the_state_shaped_floor_has_the_topic_graphs_state_and_no_work(tmp_path: Path) -> None:
     from langgraph_topics.bench.floor import FloorThread
     from langgraph_topics.graph.builder import build_graph

@@ -15,10 +15,10 @@ its peak RSS is its own. Beside the topic graph, in the same process:
 
 Then the memory is closed and opened again, and the first context query timed (cold start).
 
-Each turn is timed twice: wall time, and the process's CPU time (every thread of it). On a
-machine shared with other work the wall time of a turn stretches with the load, and the
-floor's, measured a few seconds later, with another load; CPU time is what the process itself
-spent, so ``cpu ÷ floor`` compares the two graphs even then.
+The topic graph and the two floors take turns (turn *n* of each before turn *n + 1* of any),
+so that a ratio compares graphs that met the same machine. Each turn is timed twice: wall
+time, and the process's CPU time (every thread of it), which stretches less with other work
+on the machine.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -75,14 +75,30 @@ def directory_bytes(path: Path) -> int:
 
 def _timed_turns(turn: Callable[[int], object], turns: int) -> tuple[list[float], list[float]]:
     """Wall seconds and process CPU seconds of each turn."""
-    wall: list[float] = []
-    cpu: list[float] = []
+    timed = _interleaved_turns({"turn": turn}, turns)
+    return timed["turn"]
+
+
+def _interleaved_turns(
+    graphs: Mapping[str, Callable[[int], object]], turns: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall and CPU seconds of each turn of each graph, the graphs taking turns.
+
+    Turn *n* of every graph runs before turn *n + 1* of any, each round in another order, so
+    that the graphs compared meet the same machine: run one after the other, seconds apart,
+    the same graph measured 1.4× and 2.4× its floor on one shared machine.
+    """
+    timed: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in graphs}
+    names = list(graphs)
     for number in range(turns):
-        started, used = time.perf_counter(), time.process_time()
-        turn(number)
-        cpu.append(time.process_time() - used)
-        wall.append(time.perf_counter() - started)
-    return wall, cpu
+        shift = number % len(names)
+        for name in names[shift:] + names[:shift]:
+            wall, cpu = timed[name]
+            started, used = time.perf_counter(), time.process_time()
+            graphs[name](number)
+            cpu.append(time.process_time() - used)
+            wall.append(time.perf_counter() - started)
+    return timed
 
 
 def _plain_graph(path: Path) -> Any:
@@ -121,12 +137,31 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     started = time.perf_counter()
     seed_thread(memory, "t", history=history, topics=topics, active=active)
     build_seconds = time.perf_counter() - started
+    working = [message_text(n) for n in range(history - 30, history)]
+    floor_path = work / "floor.sqlite"
+    floor = FloorThread(floor_path, topics=topics, active=active, working=working)
+    shaped = FloorThread(
+        work / "state-floor.sqlite",
+        topics=topics,
+        active=active,
+        working=working,
+        state_shaped=True,
+    )
     database = work / "topics" / "checkpoints.sqlite"
     written = checkpoint_bytes(database)
-    topic_seconds, topic_cpu = _timed_turns(
-        lambda n: memory.chat("t", message_text(10**7 + n)), turns
+    floor_before = checkpoint_bytes(floor_path)
+    timed = _interleaved_turns(
+        {
+            "topic": lambda n: memory.chat("t", message_text(10**7 + n)),
+            "floor": lambda n: floor.turn(message_text(10**7 + n)),
+            "state floor": lambda n: shaped.turn(message_text(10**7 + n)),
+        },
+        turns,
     )
+    (topic_seconds, topic_cpu), (floor_seconds, floor_cpu) = timed["topic"], timed["floor"]
+    shaped_seconds, shaped_cpu = timed["state floor"]
     topic_written = checkpoint_bytes(database) - written
+    floor_written = checkpoint_bytes(floor_path) - floor_before
     memory.close()
     size = directory_bytes(work / "topics")
 
@@ -136,28 +171,9 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     memory.context("t", message_text(2 * 10**7))
     cold_seconds = time.perf_counter() - started
     # A large index reopened from disk converts its vectors on a thread after the first
-    # search: let it finish, or the floor and the plain graph would be timed beside it.
+    # search: let it finish, or the plain graph would be timed beside it.
     memory.services.stores("t").message_index.widened.wait(timeout=60)
     memory.close()
-
-    floor_path = work / "floor.sqlite"
-    floor = FloorThread(
-        floor_path,
-        topics=topics,
-        active=active,
-        working=[message_text(n) for n in range(history - 30, history)],
-    )
-    written = checkpoint_bytes(floor_path)
-    floor_seconds, floor_cpu = _timed_turns(lambda n: floor.turn(message_text(10**7 + n)), turns)
-    floor_written = checkpoint_bytes(floor_path) - written
-    shaped = FloorThread(
-        work / "state-floor.sqlite",
-        topics=topics,
-        active=active,
-        working=[message_text(n) for n in range(history - 30, history)],
-        state_shaped=True,
-    )
-    shaped_seconds, shaped_cpu = _timed_turns(lambda n: shaped.turn(message_text(10**7 + n)), turns)
 
     plain_path = work / "plain.sqlite"
     plain = _plain_graph(plain_path)
