@@ -321,7 +321,12 @@ def overhead_table(report: dict[str, Any]) -> str:
 
 
 def _flatness(sizes: Sequence[dict[str, Any]]) -> str:
-    """The longest history's cost over the shortest's, at the same topic count."""
+    """The longest history's cost over the shortest's, at the same topic count.
+
+    Also in floor units (each size's ratio to its own floor): the sizes run minutes apart, in
+    processes of their own, and the floor, which does not grow with the history, takes out
+    how the machine's speed moved in between.
+    """
     by_topics: dict[int, list[dict[str, Any]]] = {}
     for size in sizes:
         by_topics.setdefault(size["topics"], []).append(size)
@@ -332,8 +337,17 @@ def _flatness(sizes: Sequence[dict[str, Any]]) -> str:
         group.sort(key=lambda s: s["history"])
         short, long = group[0], group[-1]
         ratio = long["topic_graph"]["median_ms"] / max(short["topic_graph"]["median_ms"], 1e-9)
+        in_floors = _floor_units(long) / max(_floor_units(short), 1e-9)
         lines.append(
             f"{topics:,} topics: {long['history']:,} messages cost {ratio:.2f}×"
-            f" {short['history']:,} messages per turn"
+            f" {short['history']:,} messages per turn ({in_floors:.2f}× in floor units)"
         )
     return "\n".join(lines)
+
+
+def _floor_units(size: dict[str, Any]) -> float:
+    topic_ms, floor_ms = (
+        float(size["topic_graph"]["median_ms"]),
+        float(size["floor_graph"]["median_ms"]),
+    )
+    return topic_ms / max(floor_ms, 1e-9)
