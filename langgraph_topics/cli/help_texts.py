@@ -211,8 +211,10 @@ examples:
 examples:
   langgraph-topics bench overhead --history 1000,10000 --topics 10,100 --turns 5
 
-The graph's own cost per turn with zero-latency fake roles, beside a plain LangGraph chat graph
-holding the same history (each size in a fresh process).
+The graph's own cost per turn with zero-latency fake roles, against the floor (the same steps
+doing no work), the state-shaped floor (the graph's own state doing no work) and a plain
+LangGraph chat graph holding the same history (each size in a fresh process; the topic graph
+and the floors take turns).
 """,
     f"{PROG} bench search": """
 examples:
