@@ -19,7 +19,6 @@ from langgraph_topics.bench.search import synthetic_messages
 from langgraph_topics.retrieval import unsplit_rows
 from langgraph_topics.retrieval.bm25 import BM25, OutsideTerms, score_documents
 from langgraph_topics.retrieval.evidence import Evidence, EvidenceScorer, _around
-from langgraph_topics.retrieval.joined_codes import JoinedCodes
 from langgraph_topics.retrieval.message_index import MessageIndex
 from langgraph_topics.retrieval.projection import LARGE_INDEX, Projection, best_positions
 from langgraph_topics.state.records import StoredMessage
@@ -190,21 +189,3 @@ def test_rows_around_are_those_of_every_shifted_copy_sorted() -> None:
             shifted = np.concatenate([rows + step for step in range(-2, 3)])
             expected = np.unique(shifted[(shifted >= 0) & (shifted < count)]).astype(np.int64)
             assert _same(_around(rows, 2, count), expected)
-
-
-def test_joined_codes_are_the_concatenation_and_never_change_once_handed_out() -> None:
-    joined = JoinedCodes()
-    indexed = np.arange(50, dtype=np.int64) % 7
-    handed: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
-    extras = [[9] * n for n in (3, 5, 5, 2, 6, 8)] + [[9, 9, 4], [9] * 10]
-    for step, extra_codes in enumerate(extras):
-        if step == 6:
-            indexed = np.concatenate([indexed, [3]])  # a split: the index's codes are new
-        extra = np.asarray(extra_codes, dtype=np.int64)
-        codes = joined.join(indexed, extra)
-        expected = np.concatenate([indexed, extra])
-        assert _same(codes, expected)
-        assert not codes.flags.writeable
-        handed.append((codes, expected.copy()))
-    for codes, expected in handed:  # later joins wrote past them only
-        assert _same(codes, expected)

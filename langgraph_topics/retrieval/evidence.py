@@ -37,7 +37,6 @@ import numpy as np
 import numpy.typing as npt
 
 from langgraph_topics.retrieval.bm25 import score_documents
-from langgraph_topics.retrieval.joined_codes import JoinedCodes
 from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.message_index import (
     MessageIndex,
@@ -201,7 +200,6 @@ class EvidenceScorer:
         self.unsplit = UnsplitRowsCache(self.vectors)
         self._results: OrderedDict[tuple[object, ...], Evidence] = OrderedDict()
         self._lock = threading.Lock()
-        self._codes = JoinedCodes()
 
     def score(
         self,
@@ -310,7 +308,7 @@ class EvidenceScorer:
             dense_base = np.zeros(0)
         dense = np.concatenate([dense_base, extra_dense])
         lex = np.concatenate([lex_base, extra_lex])
-        codes = self._codes.join(snap.codes, extra_codes_array)
+        codes = np.concatenate([snap.codes, extra_codes_array])
         times = np.concatenate([snap.times, extra_times_array])
         own = self._own(dense, lex)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
@@ -387,7 +385,7 @@ class EvidenceScorer:
         return Evidence(
             query=query,
             query_vector=large.query_vector,
-            group_codes=self._codes.join(snap.codes, extra.codes),
+            group_codes=np.concatenate([snap.codes, extra.codes]),
             group_names=names,
             position=positions,
             score=score,
