@@ -18,11 +18,11 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Overwrite, Send
+from langgraph.types import Command, Overwrite, Send
 
 from langgraph_topics.memory import DURABILITY
 from langgraph_topics.settings import Settings
-from langgraph_topics.state.schema import InputState, TopicState, TopicWindowTask
+from langgraph_topics.state.schema import InputState, TopicState, TopicWindowInput
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 
 WORKING_SET = 30
@@ -99,64 +99,74 @@ def build_floor_graph(path: Path) -> Any:
     return builder.compile(checkpointer=open_sqlite_checkpointer(path))
 
 
-def _shaped_turn_start(state: TopicState) -> dict[str, Any]:
-    return {"topic_results": Overwrite({}), "events": Overwrite([])}
+def _shaped_estimate(state: TopicState) -> Command[Any]:
+    return Command(
+        update={"topic_results": Overwrite({}), "events": Overwrite([])}, goto="recall_cue"
+    )
 
 
-def _shaped_fan_out(state: TopicState) -> list[Send]:
-    return [
+def _shaped_recall_cue(state: TopicState) -> Command[Any]:
+    tasks = [
         Send(
             "topic_window",
-            {
-                "thread_id": "t",
-                "topic_id": topic_id,
-                "round": 0,
-                "unsplit": state["messages"],
-                "store_ranges": state.get("store_ranges"),
-            },
+            TopicWindowInput(
+                window_task={
+                    "thread_id": "t",
+                    "topic_id": topic_id,
+                    "round": 0,
+                    "unsplit": [],
+                    "store_ranges": state.get("store_ranges"),
+                }
+            ),
         )
         for topic_id, topic in (state.get("topics") or {}).items()
         if topic["status"] == "active"
     ]
+    return Command(goto=tasks)
 
 
-def _shaped_topic_window(state: TopicWindowTask) -> dict[str, Any]:
+def _shaped_topic_window(state: TopicWindowInput) -> dict[str, Any]:
     result = {"relevance_score": 0.6, "referenced_message_ids": []}
-    return {"topic_results": {state["topic_id"]: result}}
+    return {"topic_results": {state["window_task"]["topic_id"]: result}}
+
+
+def _shaped_assemble(state: TopicState) -> Command[Any]:
+    return Command(update=_assemble(state), goto="respond")
+
+
+def _shaped_respond(state: TopicState) -> Command[Any]:
+    return Command(update=_respond(state), goto="bookkeeping")
 
 
 def build_state_shaped_floor_graph(path: Path) -> Any:
     """The no-work graph with the topic graph's state, nodes, routes and input schema.
 
     Not the floor the ratio is taken against (that one has the shape of the steps only): it
-    tells what LangGraph charges for the topic graph's state itself (its 40 channels, four
-    routes that each copy them, a working set that grows until a split), so that ``bench
-    overhead`` can say which part of the ratio is the state's and which the nodes' work.
+    tells what LangGraph charges for the topic graph's state itself (its 36 channels, nodes
+    that name their successor in a ``Command``, a working set that grows until a split), so
+    that ``bench overhead`` can say which part of the ratio is the state's and which the
+    nodes' work.
     """
     builder = StateGraph(TopicState, input_schema=InputState, output_schema=TopicState)
     for node in ("split", "activate", "end_context"):  # off the chat path, as in the graph
         builder.add_node(node, _nothing)
-    builder.add_node("estimate", _shaped_turn_start)
-    builder.add_node("recall_cue", _nothing)
-    builder.add_node("topic_window", _shaped_topic_window, input_schema=TopicWindowTask)
-    builder.add_node("assemble", _assemble)
-    builder.add_node("respond", _respond)
+    builder.add_node("estimate", _shaped_estimate, destinations=("split", "recall_cue", END))
+    builder.add_node(
+        "recall_cue", _shaped_recall_cue, destinations=("activate", "topic_window", "assemble")
+    )
+    builder.add_node("topic_window", _shaped_topic_window, input_schema=TopicWindowInput)
+    builder.add_node(
+        "assemble", _shaped_assemble, destinations=("activate", "respond", "end_context", END)
+    )
+    builder.add_node(
+        "respond", _shaped_respond, destinations=("activate", "assemble", "bookkeeping")
+    )
     builder.add_node("bookkeeping", _bookkeeping)
     builder.add_edge(START, "estimate")
-    builder.add_conditional_edges("estimate", lambda s: "recall_cue", ["split", "recall_cue", END])
     builder.add_edge("split", "recall_cue")
-    builder.add_conditional_edges(
-        "recall_cue", _shaped_fan_out, ["activate", "topic_window", "assemble"]
-    )
     builder.add_edge("activate", "assemble")
     builder.add_edge("topic_window", "assemble")
-    builder.add_conditional_edges(
-        "assemble", lambda s: "respond", ["activate", "respond", "end_context", END]
-    )
     builder.add_edge("end_context", END)
-    builder.add_conditional_edges(
-        "respond", lambda s: "bookkeeping", ["activate", "assemble", "bookkeeping"]
-    )
     builder.add_edge("bookkeeping", END)
     return builder.compile(checkpointer=open_sqlite_checkpointer(path))
 

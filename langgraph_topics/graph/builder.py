@@ -9,6 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_topics.graph import routing
+from langgraph_topics.graph.routed import routed, state_only
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.assemble import assemble
 from langgraph_topics.nodes.bookkeeping import bookkeeping
@@ -19,7 +20,7 @@ from langgraph_topics.nodes.respond import respond
 from langgraph_topics.nodes.split import split
 from langgraph_topics.nodes.topic_window import topic_window
 from langgraph_topics.services import TopicContext
-from langgraph_topics.state.schema import InputState, TopicState, TopicWindowTask
+from langgraph_topics.state.schema import InputState, TopicState, TopicWindowInput
 
 
 def build_graph(
@@ -47,39 +48,51 @@ def build_graph(
         input_schema=TopicState if full_input else InputState,
         output_schema=TopicState,
     )
-    builder.add_node("estimate", estimate)
-    builder.add_node("split", split)
-    builder.add_node("recall_cue", recall_cue)
-    builder.add_node("activate", activate)
-    builder.add_node("topic_window", topic_window, input_schema=TopicWindowTask)
-    builder.add_node("assemble", assemble)
-    builder.add_node("respond", respond)
+    # The routed nodes pick their successor themselves (graph/routed.py); ``destinations``
+    # draws those edges for Studio.
+    # Every turn starts by estimating the main window (with the thread's workflow, seed 001 T4).
+    # Over 70 % of the budget: split before the topic windows read anything.
+    builder.add_node(
+        "estimate",
+        routed(estimate, state_only(routing.after_estimate)),
+        destinations=("split", "recall_cue", END),
+    )
+    builder.add_node(
+        "split", routed(split, state_only(routing.after_split)), destinations=("recall_cue", END)
+    )
+    # A recall cue searches the index first; otherwise every active topic is read in parallel.
+    builder.add_node(
+        "recall_cue",
+        routed(recall_cue, routing.after_recall_cue),
+        destinations=("activate", "topic_window", "assemble"),
+    )
+    # After an activation only the newly activated topics are read.
+    builder.add_node(
+        "activate",
+        routed(activate, routing.fan_out),
+        destinations=("topic_window", "assemble"),
+    )
+    builder.add_node("topic_window", topic_window, input_schema=TopicWindowInput)
+    # Weak results search the index once; a context query then puts the thread back as it was,
+    # and an "assemble" turn (the application's model answers) ends with the window.
+    builder.add_node(
+        "assemble",
+        routed(assemble, routing.after_assemble),
+        destinations=("activate", "respond", "end_context", END),
+    )
+    # The responder may ask for topics (activate_topic); its reply is then regenerated.
+    # ... or to read a stored tool result (read_namespace): the window then shows it in full.
+    builder.add_node(
+        "respond",
+        routed(respond, state_only(routing.after_respond)),
+        destinations=("activate", "assemble", "bookkeeping"),
+    )
     builder.add_node("bookkeeping", bookkeeping)
     builder.add_node("end_context", end_context)
 
-    # Every turn starts by estimating the main window (with the thread's workflow, seed 001 T4).
     builder.add_edge(START, "estimate")
-    # Over 70 % of the budget: split before the topic windows read anything.
-    builder.add_conditional_edges("estimate", routing.after_estimate, ["split", "recall_cue", END])
-    builder.add_conditional_edges("split", routing.after_split, ["recall_cue", END])
-    # A recall cue searches the index first; otherwise every active topic is read in parallel.
-    builder.add_conditional_edges(
-        "recall_cue", routing.after_recall_cue, ["activate", "topic_window", "assemble"]
-    )
-    # After an activation only the newly activated topics are read.
-    builder.add_conditional_edges("activate", routing.fan_out, ["topic_window", "assemble"])
     builder.add_edge("topic_window", "assemble")
-    # Weak results search the index once; a context query then puts the thread back as it was,
-    # and an "assemble" turn (the application's model answers) ends with the window.
-    builder.add_conditional_edges(
-        "assemble", routing.after_assemble, ["activate", "respond", "end_context", END]
-    )
     # A context query puts the thread back as it found it.
     builder.add_edge("end_context", END)
-    # The responder may ask for topics (activate_topic); its reply is then regenerated.
-    # ... or to read a stored tool result (read_namespace): the window then shows it in full.
-    builder.add_conditional_edges(
-        "respond", routing.after_respond, ["activate", "assemble", "bookkeeping"]
-    )
     builder.add_edge("bookkeeping", END)
     return builder.compile(checkpointer=checkpointer, name=name)

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
-from langgraph_topics.state.schema import TopicState, TopicWindowTask
+from langgraph_topics.state.schema import TopicState, TopicWindowInput, TopicWindowTask
 from langgraph_topics.state.turn_records import turn_records
 from langgraph_topics.subtopics.families import prior_families
 
@@ -69,7 +69,7 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
     if families:
         for task in tasks:
             task["families"] = families
-    return [Send("topic_window", task) for task in tasks]
+    return [Send("topic_window", TopicWindowInput(window_task=task)) for task in tasks]
 
 
 def after_assemble(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
@@ -20,7 +20,7 @@ from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.runtime_protocols import has_views, uses_evidence
 from langgraph_topics.services import TopicContext, branch_ranges, services_of
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
-from langgraph_topics.state.schema import TopicWindowTask
+from langgraph_topics.state.schema import TopicWindowInput, TopicWindowTask
 from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.summaries.topic_cards import result_card
 from langgraph_topics.summaries.topic_tokens import topic_tokens
@@ -61,12 +61,13 @@ def reference_relevance(verdict: TopicVerdict, score: float) -> dict[str, float]
     return derived
 
 
-def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> dict[str, Any]:
+def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Score the topic and pick the messages the main window needs.
 
     A failing back end leaves this topic out of the turn (logged); the turn goes on.
     """
-    task = state
+    # A task an earlier version saved (a turn cut short) carries the task's keys at the top.
+    task = state.get("window_task") or cast(TopicWindowTask, state)
     services = services_of(runtime)
     settings = services.settings
     stores = services.stores(task["thread_id"], branch_ranges(task))

@@ -12,7 +12,13 @@ from langgraph_topics.state.records import (
     TrimRecord,
     TurnEvent,
 )
-from langgraph_topics.state.schema import InputState, Mode, TopicState, TopicWindowTask
+from langgraph_topics.state.schema import (
+    InputState,
+    Mode,
+    TopicState,
+    TopicWindowInput,
+    TopicWindowTask,
+)
 
 __all__ = [
     "ActivationRequest",
@@ -26,6 +32,7 @@ __all__ = [
     "TopicRecord",
     "TopicResult",
     "TopicState",
+    "TopicWindowInput",
     "TopicWindowTask",
     "TrimRecord",
     "TurnEvent",

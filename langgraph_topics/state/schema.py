@@ -101,7 +101,7 @@ class TopicState(InputState, total=False):
 
 
 class TopicWindowTask(TypedDict):
-    """The payload ``Send`` gives one topic window task."""
+    """What one topic window task reads: which topic, against which messages."""
 
     thread_id: str
     topic_id: str
@@ -112,3 +112,13 @@ class TopicWindowTask(TypedDict):
     """The messages the topic is read against (the unsplit ones, the new message last)."""
     families: NotRequired[dict[str, str]]
     """Subtopics mapped to the topic they were divided from (their evidence prior's group)."""
+
+
+class TopicWindowInput(TypedDict):
+    """The payload ``Send`` gives the topic window node: its task, under one key.
+
+    Every key of a node's input becomes a channel of the graph, and LangGraph's cost per step
+    grows with the channels; the task's six keys at the top cost four channels more.
+    """
+
+    window_task: TopicWindowTask
