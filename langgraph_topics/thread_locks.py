@@ -151,13 +151,20 @@ class ThreadLocks(ThreadLockPair):
     def __init__(self, services: TopicServices, timeout_seconds: float) -> None:
         super().__init__(services, timeout_seconds)
         self._locks: dict[Path, FileLock] = {}
+        self._held: dict[tuple[str, LockKind], FileLock] = {}
+        """``_locks`` by thread and kind: a turn takes them four times, paths cost more."""
+        self._directories: dict[str, Path] = {}
         self._seen: dict[str, str] = {}
         """The marker's token when this process last released each thread's file lock."""
         self._mutex = threading.Lock()
 
     def directory(self, thread_id: str) -> Path:
         """The thread's directory (where its lock files are)."""
-        return thread_directory(self.services.settings.data_dir, thread_id)
+        found = self._directories.get(thread_id)
+        if found is None:
+            found = thread_directory(self.services.settings.data_dir, thread_id)
+            self._directories[thread_id] = found
+        return found
 
     def close(self) -> None:
         """Nothing to close: a lock file is opened for each hold only."""
@@ -181,8 +188,12 @@ class ThreadLocks(ThreadLockPair):
         self._seen[thread_id] = end_hold(self.directory(thread_id)) or UNKNOWN_TOKEN
 
     def _lock(self, thread_id: str, kind: LockKind) -> FileLock:
+        found = self._held.get((thread_id, kind))
+        if found is not None:
+            return found
         path = self.directory(thread_id) / LOCK_FILES[kind]
         with self._mutex:
             if path not in self._locks:
                 self._locks[path] = FileLock(path)
+            self._held[(thread_id, kind)] = self._locks[path]
             return self._locks[path]
