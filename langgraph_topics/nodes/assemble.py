@@ -614,7 +614,10 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     results = list((state.get("topic_results") or {}).values())
     wanted = [i for r in results for i in r["referenced_message_ids"]]
     families = prior_families(state.get("topics") or {})
-    evidence = turn_evidence(services, stores, working, families)
+    # Which working-set messages are split: asked of the store once, for the evidence and
+    # for the window (each message is a locked store call).
+    located = located_in_topics((m["id"] for m in working), store)
+    evidence = turn_evidence(services, stores, working, families, located)
     # Back ends that score every message (the native one) already value a quote's neighbours
     # on their own; a model's references are completed with their unit partners.
     partners: dict[str, list[StoredMessage]] = {}
@@ -655,7 +658,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     )
     context = assemble_window(
         working,
-        located_in_topics((m["id"] for m in working), store),
+        located,
         results,
         lookup,
         budget=settings.budget_tokens - (counter(addition) + 4 if addition else 0),
