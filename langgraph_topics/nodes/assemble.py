@@ -45,7 +45,8 @@ from langgraph_topics.state.units import unit_in_store
 from langgraph_topics.state.working_set import located_in_topics, recent_messages
 from langgraph_topics.stores.protocols import TopicStore
 from langgraph_topics.subtopics.families import family_heads, prior_families
-from langgraph_topics.tokens import TokenCounter, message_tokens
+from langgraph_topics.tokens import TokenCounter
+from langgraph_topics.tokens.message_counts import MessageTokens
 from langgraph_topics.workflow.records import ActivePath
 from langgraph_topics.workflow.render import fit_workflow_block, with_workflow_block
 
@@ -69,7 +70,7 @@ and the recent messages leave: it goes first, but the recalled evidence keeps th
 PieceKind = Literal["quote", "unsplit", "summary", "brief"]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Piece:
     kind: PieceKind
     value: float
@@ -166,18 +167,19 @@ def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> Stor
 
 
 def _fit_recent(
-    recent: list[StoredMessage], room: int, counter: TokenCounter, trimmed: list[TrimRecord]
+    recent: list[StoredMessage], room: int, tokens: MessageTokens, trimmed: list[TrimRecord]
 ) -> list[StoredMessage]:
     """Shorten the oldest recent messages until they fit ``room`` (they stay, by id)."""
+    counter = tokens.counter
     fitted = list(recent)
-    total = sum(message_tokens(m, counter) for m in fitted)
+    total = sum(tokens(m) for m in fitted)
     for index, message in enumerate(fitted):
         if total <= room:
             break
         if not message["content"]:
             continue
         shortened = _shorten(message, total - room, counter)
-        saved = message_tokens(message, counter) - message_tokens(shortened, counter)
+        saved = tokens(message) - tokens(shortened)
         fitted[index] = shortened
         total -= saved
         trimmed.append({"kind": "recent_truncated", "id": message["id"], "tokens": saved})
@@ -198,13 +200,14 @@ def _candidates(
     exchanges: Mapping[str, list[StoredMessage]],
     placed: set[str],
     evidence: Evidence | None,
-    counter: TokenCounter,
+    tokens: MessageTokens,
 ) -> list[_Piece]:
     """Every piece that could enter the window, each message once at its best value.
 
     ``results`` are best first. A block offers one brief (its head's) and one summary (its
     best topic's): a topic divided into subtopics costs the window what it cost undivided.
     """
+    counter = tokens.counter
     quotes: dict[str, _Piece] = {}
 
     def offer(message: StoredMessage, topic_id: str, value: float) -> None:
@@ -247,24 +250,27 @@ def _candidates(
         brief = clip_line(blocks.heads[block]["brief"])
         if brief:
             pieces.append(_Piece("brief", BRIEF_VALUE * score, counter(brief) + 2, topic_id, block))
-    pieces.extend(_whole_exchanges(list(quotes.values()), exchanges, counter))
+    pieces.extend(_whole_exchanges(list(quotes.values()), exchanges, tokens))
     unsplit_pieces: list[_Piece] = []
+    # One look-up of each message's place in the scores gives its value and its order (what
+    # ``relevance_of`` and ``_order_key`` would each look up again).
+    positions = evidence.position if evidence is not None else {}
     for place, message in enumerate(unsplit):
-        value = (
-            evidence.relevance_of(message["id"])
-            if evidence is not None and message["id"] in evidence.position
-            else UNSPLIT_FALLBACK_VALUE * (place + 1) / len(unsplit)
-        )
+        position = positions.get(message["id"])
+        if evidence is not None and position is not None:
+            value = float(evidence.relevance[position])
+        else:
+            value = UNSPLIT_FALLBACK_VALUE * (place + 1) / len(unsplit)
         unsplit_pieces.append(
             _Piece(
                 "unsplit",
                 value,
-                message_tokens(message, counter),
+                tokens(message),
                 messages=[message],
-                order=_order_key(message, evidence),
+                order=(message.get("timestamp", ""), 0 if position is None else position),
             )
         )
-    pieces.extend(_whole_exchanges(unsplit_pieces, tool_exchanges(unsplit), counter))
+    pieces.extend(_whole_exchanges(unsplit_pieces, tool_exchanges(unsplit), tokens))
     return pieces
 
 
@@ -295,7 +301,7 @@ def tool_exchanges(messages: Sequence[StoredMessage]) -> dict[str, list[StoredMe
 
 
 def _whole_exchanges(
-    pieces: list[_Piece], exchanges: Mapping[str, list[StoredMessage]], counter: TokenCounter
+    pieces: list[_Piece], exchanges: Mapping[str, list[StoredMessage]], tokens: MessageTokens
 ) -> list[_Piece]:
     """Merge the pieces of one tool exchange into one piece holding all of it.
 
@@ -316,9 +322,7 @@ def _whole_exchanges(
         known = merged.get(key)
         if known is None:
             cost = sum(
-                message_tokens(m, counter)
-                if piece.kind == "unsplit"
-                else counter(quote_line(m) + "\n")
+                tokens(m) if piece.kind == "unsplit" else tokens.counter(quote_line(m) + "\n")
                 for m in exchange
             )
             merged[key] = _Piece(
@@ -384,8 +388,13 @@ def _render(
     rendered: list[str] = []
     quoted: list[StoredMessage] = []
     shown: list[str] = []
+    # The chosen pieces of each block, in chosen order: one pass instead of one per block.
+    by_block: dict[str, list[_Piece]] = {}
+    for piece in chosen:
+        if piece.kind != "unsplit":
+            by_block.setdefault(piece.block, []).append(piece)
     for block in blocks.order:
-        mine = [p for p in chosen if p.block == block and p.kind != "unsplit"]
+        mine = by_block.get(block)
         if not mine:
             continue
         quotes = sorted((p for p in mine if p.kind == "quote"), key=lambda p: p.order)
@@ -477,10 +486,11 @@ def assemble_window(
         key=lambda r: (-r["relevance_score"], r["topic_id"]),
     )
     trimmed: list[TrimRecord] = []
+    tokens = MessageTokens(counter)
     base_prompt = render_system_prompt([], language, prompt_dir)
     base_tokens = counter(base_prompt)
-    recent = _fit_recent(recent, budget - base_tokens, counter, trimmed)
-    recent_tokens = sum(message_tokens(m, counter) for m in recent)
+    recent = _fit_recent(recent, budget - base_tokens, tokens, trimmed)
+    recent_tokens = sum(tokens(m) for m in recent)
     room = budget - base_tokens - recent_tokens
     workflow_block, workflow_cost = "", 0
     if workflow is not None:
@@ -502,7 +512,7 @@ def assemble_window(
         return counter(f"[{day}]\n")
 
     pieces = _candidates(
-        ranked, blocks, unsplit, lookup, partners or {}, exchanges or {}, placed, evidence, counter
+        ranked, blocks, unsplit, lookup, partners or {}, exchanges or {}, placed, evidence, tokens
     )
     # Unsplit messages are not quoted again by a topic (a crash leaves no such overlap, but
     # a message must never appear twice).
@@ -520,7 +530,7 @@ def assemble_window(
         (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
     )
     chat = [m for p in chosen_unsplit for m in p.messages] + recent
-    total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
+    total = counter(system_prompt) + sum(tokens(m) for m in chat)
     # Costs were counted piece by piece; a tokenizer that merges across piece boundaries can
     # differ by a few tokens, so the least valuable pieces give way until the total fits.
     while total > budget and selection.chosen:
@@ -534,7 +544,7 @@ def assemble_window(
             (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
         )
         chat = [m for p in chosen_unsplit for m in p.messages] + recent
-        total = counter(system_prompt) + sum(message_tokens(m, counter) for m in chat)
+        total = counter(system_prompt) + sum(tokens(m) for m in chat)
     if total > budget and workflow_block:  # the block never pushes the window over the budget
         workflow_block, workflow_cost = "", 0
         system_prompt, quoted, shown = _render(blocks, selection.chosen, language, prompt_dir)
@@ -556,7 +566,7 @@ def assemble_window(
             trimmed.append({"kind": "topic_result", "id": result["topic_id"], "tokens": 0})
     system_tokens = counter(system_prompt)
     workflow_tokens = counter(with_workflow_block(workflow_block, "")) if workflow_block else 0
-    unsplit_tokens = sum(message_tokens(m, counter) for m in chat[: len(chat) - len(recent)])
+    unsplit_tokens = sum(tokens(m) for m in chat[: len(chat) - len(recent)])
     sections: SectionTokens = {
         "system": base_tokens,
         "topics": system_tokens - base_tokens - workflow_tokens,
@@ -604,7 +614,10 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     results = list((state.get("topic_results") or {}).values())
     wanted = [i for r in results for i in r["referenced_message_ids"]]
     families = prior_families(state.get("topics") or {})
-    evidence = turn_evidence(services, stores, working, families)
+    # Which working-set messages are split: asked of the store once, for the evidence and
+    # for the window (each message is a locked store call).
+    located = located_in_topics((m["id"] for m in working), store)
+    evidence = turn_evidence(services, stores, working, families, located)
     # Back ends that score every message (the native one) already value a quote's neighbours
     # on their own; a model's references are completed with their unit partners.
     partners: dict[str, list[StoredMessage]] = {}
@@ -645,7 +658,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     )
     context = assemble_window(
         working,
-        located_in_topics((m["id"] for m in working), store),
+        located,
         results,
         lookup,
         budget=settings.budget_tokens - (counter(addition) + 4 if addition else 0),

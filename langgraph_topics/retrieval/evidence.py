@@ -85,6 +85,18 @@ class Positions(Mapping[str, int]):
             raise KeyError(message_id)
         return position
 
+    def get(self, message_id: str, default: int | None = None) -> int | None:  # type: ignore[override]
+        """A message's position, or ``default``, as ``Mapping.get`` answers.
+
+        Without ``Mapping.get``'s ``KeyError`` round trip: the assembler and the topic windows
+        ask for every message.
+        """
+        found = self._extra.get(message_id)
+        if found is not None:
+            return found
+        position = self._base.get(message_id)
+        return position if position is not None and position < self._count else default
+
     def __contains__(self, message_id: object) -> bool:
         if not isinstance(message_id, str):
             return False

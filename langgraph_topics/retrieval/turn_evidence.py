@@ -24,12 +24,17 @@ def turn_evidence(
     stores: ThreadStores,
     working: Sequence[StoredMessage],
     families: Mapping[str, str],
+    located: Mapping[str, str] | None = None,
 ) -> Evidence:
     """Score every message of the thread (split and unsplit) for this turn's question.
 
     Every caller of one turn passes the same working set, the stores of its branch and the
     registry's subtopic families (``subtopics/families.py``), so the topic windows and the
-    assembler share one computation.
+    assembler share one computation. ``located``: the working-set messages a topic holds,
+    when the caller has looked them up already (the assembler needs them too).
     """
-    unsplit = unsplit_messages(working, stores.topic_store)
+    if located is None:
+        unsplit = unsplit_messages(working, stores.topic_store)
+    else:
+        unsplit = [m for m in working if m["id"] not in located]
     return services.scorer.score(stores.message_index, question_of(working), unsplit, families)
