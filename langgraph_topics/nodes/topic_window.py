@@ -20,7 +20,9 @@ from langgraph_topics.runtime_protocols import has_views, uses_evidence
 from langgraph_topics.services import TopicContext, branch_ranges, services_of
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowTask
+from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.summaries.native_cards import NativeCards
 from langgraph_topics.summaries.topic_cards import result_card
 from langgraph_topics.summaries.topic_tokens import topic_tokens
 
@@ -31,6 +33,9 @@ SUMMARY_HARD_LIMIT_FACTOR = 2
 
 _TOPIC_VIEWS = TopicViews()
 """Shared by every memory of the process: a view is reused only for equal messages."""
+
+_NATIVE_CARDS = NativeCards()
+"""Shared by every memory of the process: a card is reused only for the same topic list."""
 
 
 def clamp_score(value: object) -> float:
@@ -146,18 +151,28 @@ def topic_window(state: TopicWindowTask, *, runtime: Runtime[TopicContext]) -> d
     card: SummaryCard | None = None
     card_refused: str | None = None
     if summary:
-        card, card_refused = result_card(
-            verdict.get("card"),
-            summary=summary,
-            topic_name=info["name"] or task["topic_id"],
-            given_ids=lambda i: i in shared.ids or store.locate(i) == task["topic_id"],
-            references=references,
-            count_tokens=services.token_counter,
-            quoted_messages=_in_conversation_order(store.get_messages(references), references),
-            topic_tokens=lambda: topic_tokens(
-                store, task["topic_id"], topic_messages, services.token_counter
-            ),
-        )
+        topic_name = info["name"] or task["topic_id"]
+
+        def make_card() -> tuple[SummaryCard, str | None]:
+            return result_card(
+                verdict.get("card"),
+                summary=summary,
+                topic_name=topic_name,
+                given_ids=lambda i: i in shared.ids or store.locate(i) == task["topic_id"],
+                references=references,
+                count_tokens=services.token_counter,
+                quoted_messages=_in_conversation_order(store.get_messages(references), references),
+                topic_tokens=lambda: topic_tokens(
+                    store, task["topic_id"], topic_messages, services.token_counter
+                ),
+            )
+
+        if verdict.get("card") is None and isinstance(topic_messages, MessagesView):
+            # A native card: the same topic, quotes, summary and name make the same card.
+            made_for = (tuple(references), summary, topic_name, services.token_counter)
+            card = _NATIVE_CARDS.card(topic_messages, made_for, lambda: make_card()[0])
+        else:
+            card, card_refused = make_card()
     result: TopicResult = {
         "topic_id": task["topic_id"],
         "name": info["name"],
