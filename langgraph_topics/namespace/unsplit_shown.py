@@ -56,11 +56,23 @@ _lock = threading.Lock()
 def shown_unsplit(unsplit: Sequence[StoredMessage], settings: Settings) -> ShownUnsplit:
     """The language, window view and ids of ``unsplit`` under ``settings``, shared by a turn."""
     key = (id(unsplit), id(settings))
+    # Worked out under the lock: a turn's windows start together, and the first one's work
+    # is what the others wait for (waiting costs them no CPU; working it out again would).
     with _lock:
         entry = _entries.get(key)
-    if entry is not None and _same(entry, unsplit, settings):
-        return entry.value
-    records = tuple(unsplit)
+        if entry is not None and _same(entry, unsplit, settings):
+            _entries.move_to_end(key)
+            return entry.value
+        records = tuple(unsplit)
+        value = _worked_out(records, settings)
+        _entries[key] = _Entry(unsplit, records, settings, value)
+        _entries.move_to_end(key)
+        while len(_entries) > ENTRIES:
+            _entries.popitem(last=False)
+        return value
+
+
+def _worked_out(records: tuple[StoredMessage, ...], settings: Settings) -> ShownUnsplit:
     language = detect_language(
         (m["content"] for m in records[-LANGUAGE_SAMPLE:]), settings.language
     )
@@ -72,13 +84,7 @@ def shown_unsplit(unsplit: Sequence[StoredMessage], settings: Settings) -> Shown
         settings.prompt_dir,
         preview_chars=settings.namespace_preview_chars,
     )
-    value = ShownUnsplit(language, policy, tuple(shown), frozenset(m["id"] for m in records))
-    with _lock:
-        _entries[key] = _Entry(unsplit, records, settings, value)
-        _entries.move_to_end(key)
-        while len(_entries) > ENTRIES:
-            _entries.popitem(last=False)
-    return value
+    return ShownUnsplit(language, policy, tuple(shown), frozenset(m["id"] for m in records))
 
 
 def _same(entry: _Entry, unsplit: Sequence[StoredMessage], settings: Settings) -> bool:
