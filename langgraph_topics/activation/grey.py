@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -25,7 +26,9 @@ def sliding_average(scores: Sequence[float], window: int) -> float:
     if not recent:
         return 0.0
     weights = range(1, len(recent) + 1)
-    return sum(w * s for w, s in zip(weights, recent, strict=True)) / sum(weights)
+    # The products summed in the same order as a generator would, without its Python frames:
+    # every turn averages every active topic (twice: dormancy and the tuning log).
+    return sum(map(operator.mul, weights, recent)) / sum(weights)
 
 
 @dataclass(frozen=True)
