@@ -12,6 +12,7 @@ from langgraph_topics.namespace.unsplit_shown import shown_unsplit
 from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.settings import Settings
+from langgraph_topics.state.fan_out_memo import FanOutMemo
 from langgraph_topics.state.records import StoredMessage
 
 BIG = "line\n" * 80
@@ -84,10 +85,10 @@ def test_an_equal_list_or_other_settings_are_worked_out_anew() -> None:
 
 
 def test_the_memo_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(memo, "ENTRIES", 3)
+    monkeypatch.setattr(memo, "MEMO", FanOutMemo(entries=3))
     settings = Settings()
     lists = [_unsplit(n) for n in range(10)]
     for unsplit in lists:
         shown_unsplit(unsplit, settings)
-        assert len(memo._entries) <= 3
+        assert len(memo.MEMO) <= 3
     assert all(_got(u, settings) == _expected(u, settings) for u in lists)

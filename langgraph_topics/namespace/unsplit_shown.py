@@ -1,19 +1,13 @@
 """The unsplit messages as every topic window of one fan-out reads them, worked out once.
 
-The fan-out hands each of a turn's topic windows the same list of unsplit messages, and each
-window worked out the same things from it: the prompt language, the window's view of the list
-(large tool results as references, ``windowed_messages``) and the set of its ids. They are kept
-here for the last few lists handed out, by the list object itself (the entry holds it, so its
-``id()`` is not reused) and by the records it holds: the records are shared and never changed,
-and a list changed in place since is seen (its records are compared by identity, in C) and
-worked out again.
+Each of a turn's topic windows worked out the same things from the unsplit list the fan-out
+hands them all: the prompt language, the window's view of the list (large tool results as
+references, ``windowed_messages``) and the set of its ids. They are kept per list handed out
+(``state/fan_out_memo``).
 """
 
 from __future__ import annotations
 
-import operator
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,10 +15,8 @@ from langgraph_topics.namespace.policy import NamespacePolicy
 from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.settings import Settings
+from langgraph_topics.state.fan_out_memo import FanOutMemo
 from langgraph_topics.state.records import StoredMessage
-
-ENTRIES = 8
-"""Lists kept: one per fan-out, a few threads' turns at once."""
 
 LANGUAGE_SAMPLE = 10
 """The newest messages the language is detected from."""
@@ -41,35 +33,12 @@ class ShownUnsplit:
     ids: frozenset[str]
 
 
-@dataclass(frozen=True)
-class _Entry:
-    unsplit: Sequence[StoredMessage]
-    records: tuple[StoredMessage, ...]
-    settings: Settings
-    value: ShownUnsplit
-
-
-_entries: OrderedDict[tuple[int, int], _Entry] = OrderedDict()
-_lock = threading.Lock()
+MEMO: FanOutMemo[ShownUnsplit] = FanOutMemo()
 
 
 def shown_unsplit(unsplit: Sequence[StoredMessage], settings: Settings) -> ShownUnsplit:
     """The language, window view and ids of ``unsplit`` under ``settings``, shared by a turn."""
-    key = (id(unsplit), id(settings))
-    # Worked out under the lock: a turn's windows start together, and the first one's work
-    # is what the others wait for (waiting costs them no CPU; working it out again would).
-    with _lock:
-        entry = _entries.get(key)
-        if entry is not None and _same(entry, unsplit, settings):
-            _entries.move_to_end(key)
-            return entry.value
-        records = tuple(unsplit)
-        value = _worked_out(records, settings)
-        _entries[key] = _Entry(unsplit, records, settings, value)
-        _entries.move_to_end(key)
-        while len(_entries) > ENTRIES:
-            _entries.popitem(last=False)
-        return value
+    return MEMO.get(unsplit, (settings,), None, lambda records: _worked_out(records, settings))
 
 
 def _worked_out(records: tuple[StoredMessage, ...], settings: Settings) -> ShownUnsplit:
@@ -85,13 +54,3 @@ def _worked_out(records: tuple[StoredMessage, ...], settings: Settings) -> Shown
         preview_chars=settings.namespace_preview_chars,
     )
     return ShownUnsplit(language, policy, tuple(shown), frozenset(m["id"] for m in records))
-
-
-def _same(entry: _Entry, unsplit: Sequence[StoredMessage], settings: Settings) -> bool:
-    """Whether ``entry`` was worked out from this very list, still holding the same records."""
-    return (
-        entry.unsplit is unsplit
-        and entry.settings is settings
-        and len(unsplit) == len(entry.records)
-        and all(map(operator.is_, unsplit, entry.records))
-    )
