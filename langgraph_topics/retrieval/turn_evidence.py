@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from langgraph_topics.retrieval.evidence import Evidence
+from langgraph_topics.retrieval.message_index import OverlayMessageIndex
 from langgraph_topics.roles.native.text import message_text
 from langgraph_topics.services import ThreadStores, TopicServices
+from langgraph_topics.state.fan_out_memo import FanOutMemo
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.working_set import unsplit_messages
+
+MEMO: FanOutMemo[Evidence] = FanOutMemo()
+"""Each topic window of a fan-out asked with the list it was handed: before the scorer's own
+cache could answer, each located the list's messages in the store and keyed them again."""
 
 
 def question_of(working: Sequence[StoredMessage]) -> str:
@@ -31,5 +37,23 @@ def turn_evidence(
     registry's subtopic families (``subtopics/families.py``), so the topic windows and the
     assembler share one computation.
     """
+    index = stores.message_index
+    base = index.base if isinstance(index, OverlayMessageIndex) else index
+    # What the scorer's own key reads of the index, so that a split in between is seen.
+    version = (index.token, len(base), len(index), tuple(sorted(families.items())))
+    return MEMO.get(
+        working,
+        (services.scorer, stores.topic_store, index),
+        version,
+        lambda records: _scored(services, stores, records, families),
+    )
+
+
+def _scored(
+    services: TopicServices,
+    stores: ThreadStores,
+    working: Sequence[StoredMessage],
+    families: Mapping[str, str],
+) -> Evidence:
     unsplit = unsplit_messages(working, stores.topic_store)
     return services.scorer.score(stores.message_index, question_of(working), unsplit, families)
