@@ -12,9 +12,11 @@ from langgraph_topics.state.fan_out_memo import FanOutMemo
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.working_set import unsplit_messages
 
-MEMO: FanOutMemo[Evidence] = FanOutMemo()
+MEMO: FanOutMemo[Evidence] = FanOutMemo(entries=2)
 """Each topic window of a fan-out asked with the list it was handed: before the scorer's own
-cache could answer, each located the list's messages in the store and keyed them again."""
+cache could answer, each located the list's messages in the store and keyed them again. A
+fan-out's windows ask within moments of each other, so two lists are enough (two threads'
+turns at once; the scorer answers the rest): evidence holds arrays the size of the thread."""
 
 
 def question_of(working: Sequence[StoredMessage]) -> str:
