@@ -28,8 +28,7 @@ def sliding_average(scores: Sequence[float], window: int) -> float:
     weights = range(1, len(recent) + 1)
     # The products summed in the same order as a generator would, without its Python frames:
     # every turn averages every active topic (twice: dormancy and the tuning log).
-    weighted: float = sum(map(operator.mul, weights, recent))
-    return weighted / sum(weights)
+    return sum(map(operator.mul, weights, recent)) / sum(weights)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from langgraph_topics.errors import InputError, ThreadBusyError
@@ -27,13 +26,8 @@ WORKFLOWS_DIR = "workflows"
 LOCK_SECONDS = 10.0
 
 
-@lru_cache(maxsize=1024)
 def workflow_file(data_dir: str | Path, thread_id: str) -> Path:
-    """Where the DAG the application gave to ``thread_id`` is kept.
-
-    Kept per thread: every turn's estimate looks for the file, and building a path costs
-    more than the look.
-    """
+    """Where the DAG the application gave to ``thread_id`` is kept."""
     from langgraph_topics.services import thread_directory_name  # services hold the sources
 
     return Path(data_dir) / WORKFLOWS_DIR / f"{thread_directory_name(thread_id)}.json"
