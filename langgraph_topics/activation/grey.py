@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -26,9 +25,7 @@ def sliding_average(scores: Sequence[float], window: int) -> float:
     if not recent:
         return 0.0
     weights = range(1, len(recent) + 1)
-    # The products summed in the same order as a generator would, without its Python frames:
-    # every turn averages every active topic (twice: dormancy and the tuning log).
-    return sum(map(operator.mul, weights, recent)) / sum(weights)
+    return sum(w * s for w, s in zip(weights, recent, strict=True)) / sum(weights)
 
 
 @dataclass(frozen=True)

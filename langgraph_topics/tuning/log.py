@@ -11,7 +11,6 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +25,8 @@ TUNING_FILE = "tuning.jsonl"
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT
 
 
-@lru_cache(maxsize=1024)
 def tuning_log_path(data_dir: Path, thread_directory: str) -> Path:
-    """Where a thread's tuning log lives (kept: every turn appends to it, and paths are slow)."""
+    """Where a thread's tuning log lives."""
     return Path(data_dir) / "threads" / thread_directory / TUNING_FILE
 
 
