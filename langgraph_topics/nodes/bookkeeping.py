@@ -8,7 +8,7 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.grey import activation_threshold, decide_dormancy
-from langgraph_topics.scoring import score_topics, turn_counts, with_counts
+from langgraph_topics.scoring import core_topics, turn_counts, with_counts
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
@@ -24,7 +24,8 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
     """
     services = services_of(runtime)
     settings = services.settings
-    index = services.stores(thread_id_of(runtime)).topic_index
+    thread_id = thread_id_of(runtime)
+    index = services.stores(thread_id).topic_index
     results = state.get("topic_results") or {}
     turn_events = state.get("events") or []
     clock = services.clock()
@@ -49,8 +50,7 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
     woken = {t for e in turn_events if e["kind"] == "activated" for t in e.get("topic_ids", [])}
     # Only active topics can fall asleep: scoring the whole registry would grow with it.
     active = {topic_id: t for topic_id, t in topics.items() if t["status"] == "active"}
-    memory_scores = score_topics(active, clock, decay_days=settings.score_decay_days)
-    core = {topic_id for topic_id, memory in memory_scores.items() if memory.tier == "core"}
+    core = core_topics(active, clock, decay_days=settings.score_decay_days)
     decision = decide_dormancy(
         list(topics.values()), settings, scored=set(results), protected=woken, core=core
     )
@@ -75,5 +75,5 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
         )
     if decision.dormant:
         get_stream_writer()({"event": "dormant", "topics": list(decision.dormant)})
-    log_turn(services, thread_id_of(runtime), state, topics, events)
+    log_turn(services, thread_id, state, topics, events)
     return {"topics": topics, "events": events}

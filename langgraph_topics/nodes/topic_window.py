@@ -10,10 +10,9 @@ from typing import Any, cast
 from langgraph.runtime import Runtime
 
 from langgraph_topics.errors import log_degraded
-from langgraph_topics.namespace.policy import NamespacePolicy
 from langgraph_topics.namespace.topic_views import TopicViews
+from langgraph_topics.namespace.unsplit_shown import shown_unsplit
 from langgraph_topics.namespace.window import windowed_messages
-from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.protocols import TopicVerdict
 from langgraph_topics.roles.topic_info import topic_info
@@ -21,7 +20,9 @@ from langgraph_topics.runtime_protocols import has_views, uses_evidence
 from langgraph_topics.services import TopicContext, branch_ranges, services_of
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowInput, TopicWindowTask
+from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.summaries.native_cards import NativeCards
 from langgraph_topics.summaries.topic_cards import result_card
 from langgraph_topics.summaries.topic_tokens import topic_tokens
 
@@ -32,6 +33,9 @@ SUMMARY_HARD_LIMIT_FACTOR = 2
 
 _TOPIC_VIEWS = TopicViews()
 """Shared by every memory of the process: a view is reused only for equal messages."""
+
+_NATIVE_CARDS = NativeCards()
+"""Shared by every memory of the process: a card is reused only for the same topic list."""
 
 
 def clamp_score(value: object) -> float:
@@ -91,8 +95,9 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
         return {"events": [missing]}
     window = services.roles.topic_window
     # The topic window reads large tool results as the main window shows them (seed 001 T2).
-    language = detect_language((m["content"] for m in task["unsplit"][-10:]), settings.language)
-    policy = NamespacePolicy.of(settings)
+    # Every window of the fan-out reads the same unsplit list: its view is worked out once.
+    shared = shown_unsplit(task["unsplit"], settings)
+    language, policy = shared.language, shared.policy
 
     def shown(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
         return windowed_messages(
@@ -112,13 +117,13 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
         settings.namespace_preview_chars,
     )
     shown_topic = _TOPIC_VIEWS.view(view_key, topic_messages, shown)
-    shown_unsplit = shown(task["unsplit"])
+    unsplit_view = list(shared.shown)  # the window's own list: a back end may change it
     try:
         if uses_evidence(window):
             evidence = turn_evidence(services, stores, task["unsplit"], task.get("families") or {})
-            verdict = window.evaluate_with_evidence(info, shown_topic, shown_unsplit, evidence)
+            verdict = window.evaluate_with_evidence(info, shown_topic, unsplit_view, evidence)
         else:
-            verdict = window.evaluate(info, shown_topic, shown_unsplit)
+            verdict = window.evaluate(info, shown_topic, unsplit_view)
     except Exception as error:
         log_degraded(
             log, f"topic window failed for {task['topic_id']}; left out of this turn", error
@@ -147,19 +152,28 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     card: SummaryCard | None = None
     card_refused: str | None = None
     if summary:
-        unsplit_ids = {m["id"] for m in task["unsplit"]}
-        card, card_refused = result_card(
-            verdict.get("card"),
-            summary=summary,
-            topic_name=info["name"] or task["topic_id"],
-            given_ids=lambda i: i in unsplit_ids or store.locate(i) == task["topic_id"],
-            references=references,
-            count_tokens=services.token_counter,
-            quoted_messages=_in_conversation_order(store.get_messages(references), references),
-            topic_tokens=lambda: topic_tokens(
-                store, task["topic_id"], topic_messages, services.token_counter
-            ),
-        )
+        topic_name = info["name"] or task["topic_id"]
+
+        def make_card() -> tuple[SummaryCard, str | None]:
+            return result_card(
+                verdict.get("card"),
+                summary=summary,
+                topic_name=topic_name,
+                given_ids=lambda i: i in shared.ids or store.locate(i) == task["topic_id"],
+                references=references,
+                count_tokens=services.token_counter,
+                quoted_messages=_in_conversation_order(store.get_messages(references), references),
+                topic_tokens=lambda: topic_tokens(
+                    store, task["topic_id"], topic_messages, services.token_counter
+                ),
+            )
+
+        if verdict.get("card") is None and isinstance(topic_messages, MessagesView):
+            # A native card: the same topic, quotes, summary and name make the same card.
+            made_for = (tuple(references), summary, topic_name, services.token_counter)
+            card = _NATIVE_CARDS.card(topic_messages, made_for, lambda: make_card()[0])
+        else:
+            card, card_refused = make_card()
     result: TopicResult = {
         "topic_id": task["topic_id"],
         "name": info["name"],

@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from langgraph_topics.retrieval.evidence import Evidence
+from langgraph_topics.retrieval.message_index import OverlayMessageIndex
 from langgraph_topics.roles.native.text import message_text
 from langgraph_topics.services import ThreadStores, TopicServices
+from langgraph_topics.state.fan_out_memo import FanOutMemo
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.working_set import unsplit_messages
+
+MEMO: FanOutMemo[Evidence] = FanOutMemo(entries=2)
+"""Each topic window of a fan-out asked with the list it was handed: before the scorer's own
+cache could answer, each located the list's messages in the store and keyed them again. A
+fan-out's windows ask within moments of each other, so two lists are enough (two threads'
+turns at once; the scorer answers the rest): evidence holds arrays the size of the thread."""
 
 
 def question_of(working: Sequence[StoredMessage]) -> str:
@@ -33,8 +41,27 @@ def turn_evidence(
     assembler share one computation. ``located``: the working-set messages a topic holds,
     when the caller has looked them up already (the assembler needs them too).
     """
-    if located is None:
-        unsplit = unsplit_messages(working, stores.topic_store)
-    else:
+    if located is not None:
+        # The assembler's own list: the windows' memo would miss; the scorer's cache answers.
         unsplit = [m for m in working if m["id"] not in located]
+        return services.scorer.score(stores.message_index, question_of(working), unsplit, families)
+    index = stores.message_index
+    base = index.base if isinstance(index, OverlayMessageIndex) else index
+    # What the scorer's own key reads of the index, so that a split in between is seen.
+    version = (index.token, len(base), len(index), tuple(sorted(families.items())))
+    return MEMO.get(
+        working,
+        (services.scorer, stores.topic_store, index),
+        version,
+        lambda records: _scored(services, stores, records, families),
+    )
+
+
+def _scored(
+    services: TopicServices,
+    stores: ThreadStores,
+    working: Sequence[StoredMessage],
+    families: Mapping[str, str],
+) -> Evidence:
+    unsplit = unsplit_messages(working, stores.topic_store)
     return services.scorer.score(stores.message_index, question_of(working), unsplit, families)

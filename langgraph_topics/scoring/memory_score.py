@@ -112,21 +112,26 @@ def memory_score(
         >>> memory_score(record, datetime(2026, 1, 1, tzinfo=UTC)).tier
         'essence'
     """
-    usage = record.get("usage") or {}
-    signals = {
-        "recalled": math.log1p(usage.get("recalled", 0)),
-        "searched": math.log1p(usage.get("searched", 0)),
-        "rating": usage.get("rating", 0) / 5,
-        "pinned": 1.0 if usage.get("pinned") else 0.0,
-        "folder": FOLDER_WEIGHTS.get(record["status"], 0.0),
-        "content_type": min(1.0, record["message_count"] / SUBSTANTIVE_MESSAGES),
-        "recency": math.exp(-_days_since(record["last_active_at"], now) / decay_days),
-        "updated": math.log1p(usage.get("updated", 0)),
-        "referenced": math.log1p(usage.get("referenced", 0)),
-    }
-    parts = {name: round(WEIGHTS[name] * value, 6) for name, value in signals.items()}
+    recency = math.exp(-_days_since(record["last_active_at"], now) / decay_days)
+    parts = {name: round(WEIGHTS[name] * value, 6) for name, value in _signals(record, recency)}
     score = round(sum(parts.values()), 6)
     return MemoryScore(score=score, tier=tier_of(score), parts=parts)
+
+
+def _signals(record: TopicRecord, recency: float) -> list[tuple[str, float]]:
+    """Each signal of the score, unweighted, in the order of :data:`WEIGHTS`."""
+    usage = record.get("usage") or {}
+    return [
+        ("recalled", math.log1p(usage.get("recalled", 0))),
+        ("searched", math.log1p(usage.get("searched", 0))),
+        ("rating", usage.get("rating", 0) / 5),
+        ("pinned", 1.0 if usage.get("pinned") else 0.0),
+        ("folder", FOLDER_WEIGHTS.get(record["status"], 0.0)),
+        ("content_type", min(1.0, record["message_count"] / SUBSTANTIVE_MESSAGES)),
+        ("recency", recency),
+        ("updated", math.log1p(usage.get("updated", 0))),
+        ("referenced", math.log1p(usage.get("referenced", 0))),
+    ]
 
 
 def score_topics(
@@ -140,6 +145,36 @@ def score_topics(
         topic_id: memory_score(record, now, decay_days=decay_days)
         for topic_id, record in topics.items()
     }
+
+
+ROUNDING_MARGIN = 1e-5
+"""More than the score's rounding can add: nine parts and their sum, each to 6 places."""
+
+
+def core_topics(
+    topics: Mapping[str, TopicRecord], now: datetime, *, decay_days: float = DEFAULT_DECAY_DAYS
+) -> set[str]:
+    """Ids of the topics whose memory score puts them in the core tier at ``now``.
+
+    The same answer as scoring each one (``score_topics``), cheaper: the turn's bookkeeping
+    asks it of every active topic, every turn, and most topics cannot pass the core bound even
+    as recent as can be (recency adds at most its weight), so they are ruled out without
+    reading their time or rounding their parts.
+    """
+    return {
+        topic_id
+        for topic_id, record in topics.items()
+        if _may_be_core(record, decay_days)
+        and memory_score(record, now, decay_days=decay_days).tier == "core"
+    }
+
+
+def _may_be_core(record: TopicRecord, decay_days: float) -> bool:
+    """Whether the score could pass the core bound with the highest recency (1, or any)."""
+    if not decay_days > 0:
+        return True  # a negative decay makes old topics count more than new: no bound
+    bound = sum(WEIGHTS[name] * value for name, value in _signals(record, 1.0))
+    return bound > CORE_ABOVE - ROUNDING_MARGIN
 
 
 def archive_tier(
