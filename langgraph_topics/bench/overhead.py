@@ -8,7 +8,7 @@ its peak RSS is its own. Beside the topic graph, in the same process:
   the same durability and fan-out. The ratio to it is the product's own cost;
 - the state-shaped floor (same file): the topic graph's own state schema, nodes and routes,
   doing no work. Over the floor, what LangGraph charges for the topic graph's state (its
-  channels, routes that copy them all, a working set that grows until a split); the rest of
+  channels, nodes naming their successor, a working set that grows until a split); the rest of
   the ratio is the nodes' work;
 - a plain LangGraph chat graph (``messages`` with ``add_messages``, the same SQLite
   checkpointer) holding the whole history, what a memory-less app pays.

@@ -1,9 +1,10 @@
 """The state as the next step will read it: a node's update applied by the schema's reducers.
 
 A conditional edge makes LangGraph copy every channel of the state (about 40 here) to show
-its route the writes of the node before it; with four routes a turn that was a tenth of the
-turn's cost. A node that names its own successor (``graph/routed.py``) reads the few keys its
-route needs through this view instead, merged one key at a time, as the channels would.
+its route the writes of the node before it; with four routes a turn that cost about a
+millisecond (measured beside the no-work floor of ``bench overhead``). A node that names its
+own successor (``graph/routed.py``) reads the few keys its route needs through this view
+instead, merged one key at a time, as the channels would.
 """
 
 from __future__ import annotations
