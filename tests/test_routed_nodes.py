@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
+from conftest import MemoryFactory
+from conversations import SUBJECTS, subject_records
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph._internal._typing import MISSING
@@ -13,8 +16,10 @@ from langgraph.types import Command, Overwrite, Send
 from langgraph_topics.graph import routing
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.graph.routed import routed, state_only
+from langgraph_topics.nodes.topic_window import topic_window
+from langgraph_topics.services import TopicContext
 from langgraph_topics.state.after_update import StateAfter, schema_reducers
-from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.schema import TopicState, TopicWindowTask
 
 GRAPH = build_graph()
 STATE_KEYS = set(TopicState.__annotations__)
@@ -112,3 +117,27 @@ def test_the_fan_out_goes_out_as_send_tasks() -> None:
     assert isinstance(command.goto, list)
     assert [send.node for send in command.goto if isinstance(send, Send)] == ["topic_window"]
     assert command.goto[0].arg["window_task"]["topic_id"] == "t1"
+
+
+def test_a_window_task_saved_by_an_earlier_version_is_still_read(
+    make_memory: MemoryFactory,
+) -> None:
+    # A turn cut short keeps its pending Send tasks; one saved before the payload took one key
+    # carries the task's keys at the top, and resuming it must not fail the thread forever.
+    memory = make_memory(budget=900)
+    memory.import_messages("t", subject_records(list(SUBJECTS)))
+    topic_id = memory.topics("t")[0]["id"]
+    task: TopicWindowTask = {
+        "thread_id": "t",
+        "topic_id": topic_id,
+        "round": 0,
+        "unsplit": [
+            {"id": "q1", "role": "user", "content": "What about the ryokan?", "timestamp": ""}
+        ],
+        "store_ranges": memory.state("t").get("store_ranges"),
+    }
+    runtime = SimpleNamespace(context=TopicContext(services=memory.services), execution_info=None)
+    nested = topic_window({"window_task": task}, runtime=runtime)  # type: ignore[arg-type]
+    flat = topic_window(cast(Any, dict(task)), runtime=runtime)  # type: ignore[arg-type]
+    assert nested["topic_results"][topic_id]["topic_id"] == topic_id
+    assert flat == nested
