@@ -420,6 +420,8 @@ def recover(scenario: str, data_dir: Path, log: EventLog) -> dict[str, Any]:
         stores = memory.services.stores(THREAD)
         indexed = stores.topic_index.search("topic", k=1000, exclude_status=())
         result["indexed_topics"] = sorted(topic_id for topic_id, _ in indexed)
+        # What the index holds, read without its vector search (which may miss a topic).
+        result["stored_topics"] = sorted(stores.topic_index.entries())
         unsplit = {m.id for m in values.get("messages", [])}
         split = {m["id"] for m in transcript} - unsplit
         positions = getattr(stores.message_index, "position", None)

@@ -8,11 +8,13 @@ a server going away) is in ``test_topic_index_server``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from indexed_topics import TOPICS, assert_same_hits, fill, ids, unique_collection
@@ -125,6 +127,75 @@ def test_agrees_with_memory_index(make_index: IndexOpener, embedder: UseEmbedder
     fill(memory)
     for query in ("股市估值", "pasta", "temples"):
         assert_same_hits(chroma.search(query, k=4), memory.search(query, k=4), 1e-4)
+
+
+class ShortAnsweringCollection:
+    """A Chroma collection whose vector search leaves out ``dropped`` (an unreachable node).
+
+    With ``stored_vectors=False`` its ``get`` also returns no embeddings (a vector index
+    behind the records), so the index has to embed the left-out topics' documents again.
+    """
+
+    def __init__(self, collection: Any, dropped: set[str], *, stored_vectors: bool) -> None:
+        self._collection = collection
+        self.dropped = dropped
+        self.stored_vectors = stored_vectors
+
+    def query(self, **kwargs: Any) -> Any:
+        result = self._collection.query(**kwargs)
+        kept = [i for i, topic_id in enumerate(result["ids"][0]) if topic_id not in self.dropped]
+        return {
+            **result,
+            "ids": [[result["ids"][0][i] for i in kept]],
+            "distances": [[result["distances"][0][i] for i in kept]],
+        }
+
+    def get(self, **kwargs: Any) -> Any:
+        found = self._collection.get(**kwargs)
+        return found if self.stored_vectors else {**found, "embeddings": None}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._collection, name)
+
+
+@on_chroma
+@pytest.mark.parametrize("stored_vectors", [True, False])
+def test_a_topic_the_vector_search_leaves_out_is_still_found(
+    make_index: IndexOpener,
+    embedder: UseEmbedder,
+    stored_vectors: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Asked for every topic, the index answers with every topic, in the exact order."""
+    index = make_index()
+    assert isinstance(index, ChromaTopicIndex)
+    fill(index, {"topic-pasta": "archived"})
+    memory = InMemoryTopicIndex(embedder)
+    fill(memory, {"topic-pasta": "archived"})
+    index._collection = ShortAnsweringCollection(  # type: ignore[assignment]
+        index._collection, {"topic-stocks", "topic-pasta"}, stored_vectors=stored_vectors
+    )
+    with caplog.at_level(logging.WARNING, logger="langgraph_topics.stores.topic_index"):
+        every = index.search("股市估值", k=10, exclude_status=())
+    assert_same_hits(every, memory.search("股市估值", k=10, exclude_status=()), 1e-4)
+    assert ids(every)[0] == "topic-stocks"
+    assert "returned 2 of 4 matching topics" in caplog.text
+    # The filter still holds for the topics scored exactly; k still bounds the answer.
+    active = index.search("股市估值", k=10)
+    assert_same_hits(active, memory.search("股市估值", k=10), 1e-4)
+    assert "topic-pasta" not in ids(active)
+    assert ids(index.search("stock valuation", k=3)) == ids(memory.search("stock valuation", k=3))
+
+
+def test_fewer_hits_because_of_the_filter_are_no_fault(
+    tmp_path: Path, embedder: UseEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    index = open_topic_index(tmp_path, None, embedder, unique_collection())
+    fill(index, {"topic-pasta": "archived", "topic-kyoto": "archived"})
+    with caplog.at_level(logging.WARNING, logger="langgraph_topics.stores.topic_index"):
+        hits = index.search("anything", k=10)
+    assert sorted(ids(hits)) == ["topic-python", "topic-stocks"]
+    assert "matching topics" not in caplog.text
 
 
 @on_chroma

@@ -370,8 +370,61 @@ class ChromaTopicIndex:
             (topic_id, self._similarity(float(distance)))
             for topic_id, distance in zip(ids, distances, strict=True)
         ]
+        if len(hits) < min(k, total):
+            hits = self._completed(hits, embeddings[0], where)
         hits.sort(key=lambda hit: -hit[1])
-        return hits
+        return hits[:k]
+
+    def _completed(
+        self,
+        hits: list[tuple[str, float]],
+        query: np.ndarray[Any, np.dtype[np.float32]],
+        where: Where | None,
+    ) -> list[tuple[str, float]]:
+        """``hits`` with every matching topic the vector search left out, scored exactly.
+
+        Asked for at least as many topics as match, the approximate (HNSW) search can still
+        answer with fewer: a node its graph no longer reaches, a vector index behind the
+        collection's records. A topic it never returns could never be activated again, so the
+        topics it left out are scored here from their stored vectors (their documents embedded
+        again where none is stored). Fewer hits because the filter matched fewer is no fault.
+        """
+        with self._lock:
+            found = self._request(
+                lambda: self._collection.get(where=where, include=["documents", "embeddings"])
+            )
+        returned = {topic_id for topic_id, _ in hits}
+        stored = found["embeddings"]
+        documents = found["documents"] or []
+        left_out = [
+            (topic_id, None if stored is None else stored[place], documents[place] or "")
+            for place, topic_id in enumerate(found["ids"])
+            if topic_id not in returned
+        ]
+        if not left_out:
+            return hits
+        logger.warning(
+            "topic index %s: the vector search returned %d of %d matching topics; "
+            "the other %d are scored exactly",
+            self._collection.name,
+            len(hits),
+            len(hits) + len(left_out),
+            len(left_out),
+        )
+        unembedded = [document for _, vector, document in left_out if vector is None]
+        fresh = iter(np.asarray(self.embedder.embed(unembedded), dtype=np.float32))
+        vectors = np.stack(
+            [
+                np.asarray(vector, dtype=np.float32) if vector is not None else next(fresh)
+                for _, vector, _ in left_out
+            ]
+        )
+        # Vectors are unit length: the dot product is the cosine the search would have given.
+        scores = vectors @ np.asarray(query, dtype=np.float32)
+        return hits + [
+            (topic_id, _clamp(float(score)))
+            for (topic_id, _, _), score in zip(left_out, scores, strict=True)
+        ]
 
     def remove(self, topic_id: str) -> None:
         """Remove a topic from the index (unknown ids are ignored)."""
