@@ -158,6 +158,7 @@ class TopicServices:
         """
         from langgraph_topics.roles.factory import build_roles
         from langgraph_topics.stores.topic_index import open_topic_index
+        from langgraph_topics.stores.topic_index_catch_up import mend_topic_index
         from langgraph_topics.stores.topic_store import JsonlTopicStore
 
         settings = settings or Settings()
@@ -177,11 +178,13 @@ class TopicServices:
                 )
             root = thread_directory(data_dir, thread_id)
             topic_store = JsonlTopicStore(root)
+            topic_index = open_topic_index(
+                data_dir, settings.chroma_url, embedder, index_collection_name(thread_id)
+            )
+            mend_topic_index(topic_index, topic_store, thread_id)
             return ThreadStores(
                 topic_store=topic_store,
-                topic_index=open_topic_index(
-                    data_dir, settings.chroma_url, embedder, index_collection_name(thread_id)
-                ),
+                topic_index=topic_index,
                 message_index=open_message_index(root / "retrieval", embedder, topic_store),
                 namespace_store=FileNamespaceStore(
                     root / "namespace", max_bytes=settings.namespace_cache_bytes

@@ -7,6 +7,7 @@ here: when the split divides, what the registry, the windows, the index search, 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.datasets import load_locomo
 from langgraph_topics.settings import DEFAULT_SUBTOPIC_LIMIT_TOKENS
 from langgraph_topics.stores.embeddings import UseEmbedder
+from langgraph_topics.stores.topic_index import ChromaTopicIndex, topic_document
+from langgraph_topics.subtopics import division
 
 HOTELS = [
     "Which ryokan near Gion has a private onsen bath for our Kyoto stay?",
@@ -73,6 +76,13 @@ def divided(memory: TopicMemory, thread: str) -> dict[str, Any]:
     """The registry's divided topics."""
     topics = memory.state(thread)["topics"]
     return {topic_id: r for topic_id, r in topics.items() if r["status"] == "split"}
+
+
+def indexed(memory: TopicMemory, thread: str) -> dict[str, tuple[str, str]]:
+    """What the thread's topic index holds: topic id → (its document, its status)."""
+    index = memory.services.stores(thread).topic_index
+    assert isinstance(index, ChromaTopicIndex)
+    return index.entries()
 
 
 def test_a_topic_past_its_limit_is_divided_and_keeps_every_message(memory: TopicMemory) -> None:
@@ -200,6 +210,64 @@ def test_a_failed_follow_up_write_still_registers_the_division(
         assert all(registry[child]["parent_id"] == parent_id for child in record["children"])
     assert divided(memory, thread)
     assert memory.check(thread).ok
+
+
+def test_a_topic_the_index_missed_is_indexed_when_the_stores_open_again(
+    tmp_path: Path, embedder: UseEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    thread = "trip"
+    settings = settings_for(tmp_path)
+
+    def failing(*args: Any, **kwargs: Any) -> None:
+        raise OSError("disk full")
+
+    # The division is stored; its briefs and index writes all fail.
+    with monkeypatch.context() as patch:
+        patch.setattr(division, "_follow_up", failing)
+        with TopicMemory(settings=settings, embedder=embedder) as first:
+            first.import_messages(thread, kyoto_history())
+            parents = divided(first, thread)
+            children = {c for record in parents.values() for c in record["children"]}
+            held = indexed(first, thread)
+    # A later split re-indexes the child it adds to; the others stay unindexed.
+    assert parents and children - set(held)
+
+    with TopicMemory(settings=settings, embedder=embedder) as second:
+        stores = second.services.stores(thread)
+        held = indexed(second, thread)
+        assert set(stores.topic_store.topic_ids()) <= set(held)
+        for topic_id in [*parents, *children]:
+            meta = stores.topic_store.meta(topic_id)
+            assert held[topic_id][0] == topic_document(meta["name"], meta["brief"])
+        found = stores.topic_index.search("Kyoto", k=100, exclude_status=())
+        assert children <= {topic_id for topic_id, _ in found}
+        assert second.check(thread).ok
+
+
+def test_an_index_that_cannot_be_mended_on_open_does_not_fail_the_open(
+    tmp_path: Path,
+    embedder: UseEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    thread = "trip"
+    settings = settings_for(tmp_path)
+    with TopicMemory(settings=settings, embedder=embedder) as first:
+        first.import_messages(thread, kyoto_history())
+        missing = next(iter(divided(first, thread)))
+        first.services.stores(thread).topic_index.remove(missing)
+
+    def read_only(*args: Any, **kwargs: Any) -> None:
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(ChromaTopicIndex, "upsert", read_only)
+    with TopicMemory(settings=settings, embedder=embedder) as second:
+        with caplog.at_level(logging.WARNING):
+            context = second.context(thread, "Which ryokan near Gion had the onsen?")
+        assert context["context"]["messages"]
+        warning = f"thread {thread}: topic index not mended: OSError: read-only file system"
+        assert warning in caplog.text
+        assert missing not in indexed(second, thread)
 
 
 def test_a_registry_that_missed_a_division_follows_the_store(memory: TopicMemory) -> None:

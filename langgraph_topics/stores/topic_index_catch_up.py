@@ -1,15 +1,19 @@
-"""Bring a worker's topic index level with topics that other workers wrote to a shared store.
+"""Bring a thread's topic index level with its topic store when the stores are opened.
 
-With topics in a shared ``BaseStore`` (the ``postgres`` profile, a platform store) and the topic
-index in a local Chroma directory, each worker holds its own index: a topic another worker split
-or re-briefed would never be found by this one's searches. Opening a thread's stores therefore
-indexes what the shared topics hold and the index lacks, or holds with another brief.
+A topic the index lacks can never be found by an index search (a dormant topic's activation,
+a recall cue), although its messages are kept. That happens when an index write failed after
+the store's (a division's follow-up writes, a brief the index did not get before a crash), and,
+with topics in a shared ``BaseStore`` (the ``postgres`` profile, a platform store) and the topic
+index in a local Chroma directory, for every topic another worker split or re-briefed. Opening a
+thread's stores therefore indexes what the store holds and the index lacks, or holds with
+another brief.
 """
 
 from __future__ import annotations
 
 import logging
 
+from langgraph_topics.errors import first_line
 from langgraph_topics.stores.protocols import TopicStore
 from langgraph_topics.stores.topic_index import ChromaTopicIndex, topic_document
 
@@ -36,5 +40,18 @@ def catch_up_topic_index(index: ChromaTopicIndex, store: TopicStore) -> int:
         index.upsert(topic_id, meta["name"], meta["brief"], status=status)
         written += 1
     if written:
-        log.info("topic index: %d topics indexed from the shared store", written)
+        log.info("topic index: %d topics indexed from the topic store", written)
     return written
+
+
+def mend_topic_index(index: ChromaTopicIndex, store: TopicStore, thread_id: str) -> None:
+    """:func:`catch_up_topic_index` on opening a thread's own stores, which it must not fail.
+
+    The stores open for reads too (a context query, ``check``, a read-only copy): an index
+    that cannot be written now is left as it is, with one warning line, and mended on a
+    later open.
+    """
+    try:
+        catch_up_topic_index(index, store)
+    except Exception as error:
+        log.warning("thread %s: topic index not mended: %s", thread_id, first_line(error))
