@@ -17,11 +17,17 @@ from langgraph_topics.bench.search import synthetic_messages
 from langgraph_topics.retrieval import evidence, message_index, projection
 from langgraph_topics.retrieval.evidence import EvidenceScorer
 from langgraph_topics.retrieval.message_index import MessageIndex
-from langgraph_topics.retrieval.row_dots import BLOCK_VALUES, row_dots
+from langgraph_topics.retrieval.row_dots import BLOCK_VALUES, picked_row_dots, row_dots
 
 
 def _whole(matrix: npt.NDArray[Any], vector: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return np.asarray(matrix @ vector)
+
+
+def _whole_picked(
+    matrix: npt.NDArray[Any], rows: npt.NDArray[np.int64], vector: npt.NDArray[Any]
+) -> npt.NDArray[Any]:
+    return _whole(np.asarray(matrix[rows], np.float32), vector)
 
 
 SHAPES = [(0, 512), (3, 512), (10_000, 512), (10_033, 512), (30_000, 64), (7_001, 384), (901, 1536)]
@@ -87,6 +93,39 @@ def test_a_product_larger_than_a_block_is_taken_in_several() -> None:
     assert len(calls) == 4 and max(calls) * 512 <= BLOCK_VALUES
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize(
+    ("rows", "width", "picked"),
+    [(0, 512, 0), (50, 512, 7), (9_000, 512, 2_400), (3_000, 1536, 1_100)],
+)
+def test_picked_rows_give_the_product_of_their_copy_bit_for_bit(
+    dtype: type[np.floating[Any]], rows: int, width: int, picked: int
+) -> None:
+    matrix, vector = _operands(rows, width)
+    stored = matrix.astype(dtype)
+    generator = np.random.default_rng(picked)
+    chosen = np.sort(generator.choice(rows, picked, replace=False)).astype(np.int64)
+    dots = picked_row_dots(stored, chosen, vector)
+    assert dots.dtype == np.float32 and dots.shape == (picked,)
+    assert np.array_equal(dots, row_dots(stored[chosen].astype(np.float32), vector))
+
+
+def test_picked_rows_are_gathered_a_block_at_a_time() -> None:
+    """No copy of all the picked rows: arrays from 4 MB on cost huge-page faults."""
+    calls: list[int] = []
+    matrix = np.ones((20_000, 512), dtype=np.float16)
+    original = np.matmul
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0].nbytes)
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(np, "matmul", counting)
+        picked_row_dots(matrix, np.arange(0, 20_000, 2), np.ones(512, dtype=np.float32))
+    assert len(calls) > 1 and max(calls) <= 4 * BLOCK_VALUES
+
+
 @pytest.mark.parametrize("large", [False, True])
 def test_evidence_scores_equal_those_of_whole_products(
     large: bool, monkeypatch: pytest.MonkeyPatch
@@ -103,6 +142,7 @@ def test_evidence_scores_equal_those_of_whole_products(
     blocked = [EvidenceScorer(index.embedder).score(index, q, unsplit) for q in queries]
     monkeypatch.setattr(evidence, "row_dots", _whole)
     monkeypatch.setattr(projection, "row_dots", _whole)
+    monkeypatch.setattr(message_index, "picked_row_dots", _whole_picked)
     whole = [EvidenceScorer(index.embedder).score(index, q, unsplit) for q in queries]
     for fast, reference in zip(blocked, whole, strict=True):
         assert np.allclose(fast.dense, reference.dense, rtol=0, atol=1e-6)

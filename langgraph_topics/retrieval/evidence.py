@@ -453,7 +453,7 @@ class _LargeSearch:
         following = np.append(chosen, count + 2)[np.searchsorted(chosen, self.rows - 1)]
         exact = following <= self.rows + 1
         self.dense = projection.approximate(query_vector, self.rows)
-        self.dense[exact] = row_dots(snap.exact_rows(self.rows[exact]), query_vector)
+        self.dense[exact] = snap.exact_dots(self.rows[exact], query_vector)
         self.exact = exact
         self.lex = snap.lexical.scores_at(terms, self.rows)
         self._by_dense = np.searchsorted(self.rows, by_dense)

@@ -41,6 +41,7 @@ from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.lexical_files import LexicalFiles
 from langgraph_topics.retrieval.projection import LARGE_INDEX, Projection, ProjectionFiles
+from langgraph_topics.retrieval.row_dots import picked_row_dots
 from langgraph_topics.roles.native.text import indexed_text
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.state.records import StoredMessage
@@ -86,51 +87,9 @@ def message_time(message: StoredMessage) -> float | None:
 WIDEN_IN_BACKGROUND = True
 """Whether :meth:`MessageIndex.widen` starts the thread that converts a large index's
 vectors to float32 (tests turn it off to keep the float16 route)."""
-
-
-class HalfRows:
-    """float32 copies of a float16 matrix's rows, each converted the first time it is read.
-
-    numpy converts float16 at 2–20 ns a value (no vector instructions for it here): the
-    2,000 rows a large search scores exactly took 2–20 ms a query. Converting all 100,000
-    rows on open took a third of the cold start instead. Rows are kept by chunks of
-    ``CHUNK`` (a row never changes: the index only appends), so a search converts each row
-    once. This serves the searches until the index's own conversion, on a thread of its own
-    (:meth:`MessageIndex.widen`), replaces the float16 matrix.
-    """
-
-    CHUNK = 4096
-
-    def __init__(self) -> None:
-        self._chunks: dict[int, tuple[Matrix, npt.NDArray[np.bool_]]] = {}
-        self._lock = threading.Lock()
-
-    def take(self, matrix: npt.NDArray[np.float16], rows: npt.NDArray[np.int64]) -> Matrix:
-        """``matrix[rows]`` as float32 (``rows`` ascending)."""
-        out = np.empty((len(rows), matrix.shape[1]), np.float32)
-        if not len(rows):
-            return out
-        chunk_of = rows // self.CHUNK
-        bounds = np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1], True])
-        for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-            chunk = int(chunk_of[start])
-            with self._lock:
-                found = self._chunks.get(chunk)
-                if found is None:
-                    found = (
-                        np.empty((self.CHUNK, matrix.shape[1]), np.float32),
-                        np.zeros(self.CHUNK, dtype=bool),
-                    )
-                    self._chunks[chunk] = found
-            values, done = found
-            local = rows[start:end] - chunk * self.CHUNK
-            fresh = local[~done[local]]
-            if len(fresh):
-                # Two threads may convert the same rows: they write the same values.
-                values[fresh] = matrix[chunk * self.CHUNK + fresh].astype(np.float32)
-                done[fresh] = True
-            out[start:end] = values[local]
-        return out
+_WIDEN_ROWS = 4096
+"""Rows converted at a time by :meth:`MessageIndex.widen`'s thread (numpy's cast releases the
+GIL for each)."""
 
 
 @dataclass(frozen=True)
@@ -150,15 +109,12 @@ class Snapshot:
     lexical: BM25
     projection: Projection | None = None
     """The vectors' low-dimensional shadows, from ``LARGE_INDEX`` messages on."""
-    halves: HalfRows | None = None
-    """Converts the rows of float16 ``vectors`` (see :meth:`exact_rows`)."""
 
-    def exact_rows(self, rows: npt.NDArray[np.int64]) -> Matrix:
-        """Some rows of ``vectors`` (ascending) as float32."""
-        if self.vectors.dtype == np.float32:
-            return np.asarray(self.vectors[rows], dtype=np.float32)
-        halves = self.halves if self.halves is not None else HalfRows()
-        return halves.take(np.asarray(self.vectors, np.float16), rows)
+    def exact_dots(
+        self, rows: npt.NDArray[np.int64], query: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """The query's dot product with some rows of ``vectors``, float16 ones converted."""
+        return picked_row_dots(self.vectors, rows, query)
 
 
 class MessageIndex:
@@ -189,7 +145,6 @@ class MessageIndex:
         """Rows ``[:_filled]`` are the vectors; the rest is room to grow (doubling), so a
         split appends without copying the whole matrix. float16 when opened large."""
         self._filled = 0
-        self._halves = HalfRows()
         self._rows: list[Matrix] = []
         self._projection: Projection | None = None
         self._arrays: tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
@@ -410,7 +365,6 @@ class MessageIndex:
                 vectors=vectors,
                 lexical=self.lexical,
                 projection=self._projection if count >= LARGE_INDEX else None,
-                halves=self._halves,
             )
 
     # ------------------------------------------------------------------------------ loading
@@ -476,13 +430,13 @@ class MessageIndex:
     def widen(self) -> None:
         """Start converting the float16 vectors of an index opened large to float32 (once).
 
-        Converting the rows a search scores cost it 2–4 ms at 100,000 messages for the first
-        few dozen queries (each reads ~2,000 rows not read before); converting all of them
-        costs ~125 ms of CPU once, on a thread of its own: numpy's cast releases the GIL, so
-        searches go on meanwhile. The evidence scorer starts it after its first search, not
-        on open: the conversion (150–280 ms here) outlasts the open's remaining work and the
-        first query (~60 ms), so they could not use it, and beside them on two busy cores it
-        only competed with them (cold starts measured slower, within a wide noise).
+        Until then each search converts the ~2,400 rows it scores (2–10 ms at 100,000
+        messages, every query); converting all of them costs ~125 ms of CPU once, on a
+        thread of its own: numpy's cast releases the GIL, so searches go on meanwhile. The
+        evidence scorer starts it after its first search, not on open: the conversion
+        (150–280 ms here) outlasts the open's remaining work and the first query (~60 ms),
+        so they could not use it, and beside them on two busy cores it only competed with
+        them (cold starts measured slower, within a wide noise).
         """
         with self._lock:
             if self._widening or self._vectors.dtype != np.float16 or not WIDEN_IN_BACKGROUND:
@@ -501,7 +455,7 @@ class MessageIndex:
         """
         try:
             full = np.empty((2 * len(half), half.shape[1]), np.float32)
-            step = HalfRows.CHUNK
+            step = _WIDEN_ROWS
             for start in range(0, len(half), step):
                 end = min(start + step, len(half))
                 full[start:end] = half[start:end]
@@ -515,7 +469,6 @@ class MessageIndex:
                     return  # rebuilt, or grown past the room meanwhile: keep float16
                 full[len(half) : self._filled] = current[len(half) : self._filled]
                 self._vectors = full
-                self._halves = HalfRows()
         except MemoryError:
             log.warning("%s: no memory to convert the vectors; searches convert rows", self.root)
         finally:
