@@ -10,7 +10,8 @@ A write point is every call of
 * ``langgraph_topics.stores.durable.fsync_directory``,
 * ``langgraph_topics.stores.durable.replace_durably`` of a topic file's catalog (a cache the
   store rewrites after appends; here after every :data:`CATALOG_REFRESH_BYTES`, so that the
-  scenarios write some),
+  scenarios write some) and of its decoded copy (saved when a process first reads a topic;
+  here from :data:`DECODED_REFRESH_BYTES` on),
 * ``ChromaTopicIndex.upsert`` and ``ChromaTopicIndex.set_status`` (the topic index),
 * ``SqliteSaver.put`` and ``SqliteSaver.put_writes`` (the checkpointer).
 
@@ -59,6 +60,8 @@ CHILD_SECONDS = 90
 RECOVERY_USER_ID = "recovery-user"
 CATALOG_REFRESH_BYTES = 1024
 """The killed runs rewrite a topic file's catalog this often (the recovery, as configured)."""
+DECODED_REFRESH_BYTES = 1024
+"""The killed runs save a topic's decoded copy when they read this much past it."""
 
 
 # ------------------------------------------------------------------------------- scenarios
@@ -253,7 +256,8 @@ def install(injector: Injector) -> None:
     """Wrap every write point of the package (in this process only)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from langgraph_topics.stores import durable
+    from langgraph_topics.stores import decoded_topics, durable
+    from langgraph_topics.stores.decoded_topics import DECODED_SUFFIX
     from langgraph_topics.stores.topic_catalog import CATALOG_SUFFIX
     from langgraph_topics.stores.topic_index import ChromaTopicIndex
     from langgraph_topics.stores.topic_store import JsonlTopicStore
@@ -262,6 +266,7 @@ def install(injector: Injector) -> None:
     original_fsync = durable.fsync_directory
     original_replace = durable.replace_durably
     JsonlTopicStore.CATALOG_REFRESH_BYTES = CATALOG_REFRESH_BYTES
+    decoded_topics.REFRESH_BYTES = DECODED_REFRESH_BYTES
 
     def append_durably(path: Path, data: bytes) -> None:
         def half() -> None:  # a torn line: half of the bytes reach the disk
@@ -274,11 +279,17 @@ def install(injector: Injector) -> None:
     def fsync_directory(path: Path) -> None:
         injector.point(f"fsync:{Path(path).name}", lambda: original_fsync(path), None)
 
-    def replace_durably(path: Path, data: bytes) -> None:
-        if Path(path).suffix != CATALOG_SUFFIX:  # the other whole-file stores are not counted
-            original_replace(path, data)
+    replaced_kinds = {
+        CATALOG_SUFFIX: "replace:topic-catalog",
+        DECODED_SUFFIX: "replace:decoded-topic",
+    }
+
+    def replace_durably(path: Path, data: bytes, **options: Any) -> None:
+        kind = replaced_kinds.get(Path(path).suffix)
+        if kind is None:  # the other whole-file stores are not counted
+            original_replace(path, data, **options)
             return
-        injector.point("replace:topic-catalog", lambda: original_replace(path, data), None)
+        injector.point(kind, lambda: original_replace(path, data, **options), None)
 
     # Modules import the functions by name: replace every reference the package holds.
     for name, module in list(sys.modules.items()):
@@ -515,6 +526,8 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
             ("chroma:set_status", 1, "before"),
             ("replace:topic-catalog", 1, "before"),
             ("replace:topic-catalog", 2, "after"),
+            ("replace:decoded-topic", 1, "before"),
+            ("replace:decoded-topic", 1, "after"),
             # A division into subtopics, should the chat make one (the import does; the
             # store's own campaign is in test_subtopic_store.py).
             ("append:topic-subtopics", 1, "before"),

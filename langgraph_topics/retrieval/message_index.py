@@ -40,6 +40,7 @@ import numpy.typing as npt
 from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.lexical_files import LexicalFiles
+from langgraph_topics.retrieval.ordinary_pages import ordinary_pages
 from langgraph_topics.retrieval.projection import LARGE_INDEX, Projection, ProjectionFiles
 from langgraph_topics.retrieval.row_dots import picked_row_dots
 from langgraph_topics.roles.native.text import indexed_text
@@ -159,7 +160,8 @@ class MessageIndex:
         self._projection_files = ProjectionFiles(root) if root is not None else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
-            self._load()
+            with ordinary_pages():
+                self._load()
         if self._vectors.dtype == np.float32:
             self.widened.set()
 
@@ -319,7 +321,8 @@ class MessageIndex:
                 needed = self._filled + len(fresh)
                 if len(self._vectors) < needed or self._vectors.shape[1] != fresh.shape[1]:
                     kind = self._vectors.dtype if self._filled else np.dtype(np.float32)
-                    grown = np.empty((max(needed, 2 * self._filled), fresh.shape[1]), kind)
+                    with ordinary_pages():
+                        grown = np.empty((max(needed, 2 * self._filled), fresh.shape[1]), kind)
                     if self._filled:
                         grown[: self._filled] = self._vectors[: self._filled]
                     self._vectors = grown
@@ -334,12 +337,13 @@ class MessageIndex:
             vectors = self.vectors()
             count = len(self.ids)
             if count >= LARGE_INDEX:
-                if self._projection is None:
-                    self._projection = Projection.fitted(vectors)
-                    if self._projection_files is not None:
-                        self._projection_files.save(self._projection)
-                else:
-                    self._projection = self._projection.grown(vectors)
+                with ordinary_pages():
+                    if self._projection is None:
+                        self._projection = Projection.fitted(vectors)
+                        if self._projection_files is not None:
+                            self._projection_files.save(self._projection)
+                    else:
+                        self._projection = self._projection.grown(vectors)
             if self._arrays is None or self._arrays[0] != count:
                 # Only the rows appended since are converted (a split adds a few to 100,000);
                 # filing rows under another topic drops the arrays, converted whole again.
@@ -454,7 +458,8 @@ class MessageIndex:
         doubling would give.
         """
         try:
-            full = np.empty((2 * len(half), half.shape[1]), np.float32)
+            with ordinary_pages():
+                full = np.empty((2 * len(half), half.shape[1]), np.float32)
             step = _WIDEN_ROWS
             for start in range(0, len(half), step):
                 end = min(start + step, len(half))
@@ -628,11 +633,14 @@ class _Entries:
 
 
 _ENTRY_LINE = re.compile(
-    rb'^\{"id": "([^"\\\n]*)", "topic": "([^"\\\n]*)", "time": (null|-?[0-9][0-9.eE+-]*)\}\n',
+    rb'^\{"id": "([^"\\\x00-\x1f]*)", "topic": "([^"\\\x00-\x1f]*)", '
+    rb'"time": (null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\}\n',
     re.MULTILINE,
 )
 """A line exactly as :meth:`MessageIndex._write` writes it (``json.dumps`` of the three keys),
-without escapes in its strings (a file with any is decoded line by line)."""
+without escapes in its strings (a file with any is decoded line by line): strings without a
+quote, a backslash or a control character, and a time that is a JSON number or null, so that
+a line it takes is one a JSON parser takes alike."""
 
 
 def _read_entries(path: Path) -> _Entries:

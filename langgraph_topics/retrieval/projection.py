@@ -132,17 +132,19 @@ class Projection:
         axes: Matrix,
         centroids: Matrix,
         vectors: npt.NDArray[Any],
-        shadows: Matrix | None = None,
+        shadows: npt.NDArray[Any] | None = None,
         clusters: Clusters | None = None,
     ) -> Projection:
         """Known axes and centres, the first rows' shadows and clusters known too.
 
-        The rest are projected and assigned now.
+        The rest are projected and assigned now. Known shadows may be float16 (as saved):
+        they are converted into the one float32 matrix of all shadows, not copied first.
         """
-        width = axes.shape[1]
-        known = np.zeros((0, width), np.float32) if shadows is None else shadows
-        rest = np.asarray((vectors[len(known) :] - mean) @ axes, dtype=np.float32)
-        all_shadows = np.concatenate([np.asarray(known, np.float32), rest])
+        known = 0 if shadows is None else len(shadows)
+        all_shadows = np.empty((max(known, len(vectors)), axes.shape[1]), np.float32)
+        if shadows is not None:
+            all_shadows[:known] = shadows
+        all_shadows[known:] = (vectors[known:] - mean) @ axes
         assigned = np.zeros(0, np.uint16) if clusters is None else clusters
         assigned = assigned[: len(all_shadows)]
         all_clusters = np.concatenate(
@@ -390,7 +392,7 @@ class ProjectionFiles:
             axes,
             centroids,
             vectors,
-            saved_shadows.astype(np.float32),
+            saved_shadows,
             np.array(clusters, np.uint16),
         )
         if shadow_rows < len(vectors):

@@ -12,7 +12,8 @@ Every file is only ever appended to, so a crash can at worst tear the last line;
 dropped (and reported) when the store is reopened. Everything else the store answers comes from
 an in-memory index rebuilt from the files on open, so the files stay the single source of truth.
 What that rebuild derives from a topic file is cached beside it (``topics/<topic_id>.catalog``,
-see ``topic_catalog``), so that a reopen parses only the lines appended since.
+see ``topic_catalog``), so that a reopen parses only the lines appended since; so are the
+messages of a long topic as first decoded (``topics/<topic_id>.decoded``, ``decoded_topics``).
 
 Only one :class:`JsonlTopicStore` may write to a directory at a time: the index is not re-read
 when another process appends.
@@ -30,12 +31,19 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import compress
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.archive_shelves import ARCHIVED_DIR, FileArchiveShelf
 from langgraph_topics.stores.collector_pause import collector_paused
+from langgraph_topics.stores.decoded_topics import (
+    MessageRecords,
+    message_records,
+    refresh_decoded,
+)
 from langgraph_topics.stores.durable import append_durably, fsync_directory, truncate_durably
 from langgraph_topics.stores.jsonl_lines import decode_line, decode_lines, decode_whole
 from langgraph_topics.stores.merged_topics import MERGED, merged_target
@@ -456,7 +464,8 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         The file is read back from the end of its catalog rather than extended from memory:
         another store (another branch) may have appended to it too. Amortised over
         ``CATALOG_REFRESH_BYTES`` of appends, a failed attempt included (it is retried only
-        after as many bytes again).
+        after as many bytes again). Its decoded copy is saved again then too, if the file has
+        outgrown it (``decoded_topics``): the next process's first read then writes nothing.
         """
         if topic.uncatalogued <= self.CATALOG_REFRESH_BYTES:
             return
@@ -468,22 +477,46 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
             logger.warning("%s: could not read it back for its catalog (%s)", path, error)
             return
         _save_catalog(path, scan, catalogued)
+        refresh_decoded(path)
 
     def _loaded(self, topic: _Topic) -> tuple[list[StoredMessage], dict[str, int]]:
         """The topic's messages, parsed from its file once and then served from memory."""
         if topic.cache is None or topic.positions is None:
-            messages: list[StoredMessage] = []
-            positions: dict[str, int] = {}
             with collector_paused():
-                for record in _read_records(self.file_path(topic.meta["id"]), repair=False):
-                    if record.get("type") != "message" or not self._visible(record):
-                        continue
-                    message = take_message(record)
-                    if message is not None and message["id"] not in positions:
-                        positions[message["id"]] = len(messages)
-                        messages.append(message)
+                records = self._message_records(self.file_path(topic.meta["id"]))
+                found = records.messages
+                if self._filter is not None:
+                    found = list(compress(found, map(self._visible_seq, records.seqs)))
+                # Built in C; a repeated id (a re-run after a crash) keeps its first copy.
+                ids = list(map(itemgetter("id"), found))
+                positions = dict(zip(ids, range(len(ids)), strict=True))
+                messages = found
+                if len(positions) < len(ids):
+                    messages, positions = [], {}
+                    for message in found:
+                        if message["id"] not in positions:
+                            positions[message["id"]] = len(messages)
+                            messages.append(message)
             topic.cache, topic.positions = messages, positions
         return topic.cache, topic.positions
+
+    @staticmethod
+    def _message_records(path: Path) -> MessageRecords:
+        """A topic file's message records, every branch's, in file order (``decoded_topics``)."""
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return MessageRecords()
+        saved = message_records(path, raw)
+        if saved is not None:
+            return saved
+        found = MessageRecords()
+        for record in _read_records(path, repair=False):  # damaged lines skipped, and logged
+            seq = record.get("seq") if record.get("type") == "message" else None
+            message = take_message(record) if record.get("type") == "message" else None
+            if message is not None:
+                found.add(seq, message)
+        return found
 
     def raw_records(self) -> list[tuple[str | None, dict[str, Any]]]:
         """Every readable record on disk, every branch's, as ``(topic id, record)``.
