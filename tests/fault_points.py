@@ -10,8 +10,9 @@ A write point is every call of
 * ``langgraph_topics.stores.durable.fsync_directory``,
 * ``langgraph_topics.stores.durable.replace_durably`` of a topic file's catalog (a cache the
   store rewrites after appends; here after every :data:`CATALOG_REFRESH_BYTES`, so that the
-  scenarios write some) and of its decoded copy (saved when a process first reads a topic;
-  here from :data:`DECODED_REFRESH_BYTES` on),
+  scenarios write some) and of the decoded copies of topic files and of the index's entries
+  (``decoded_copies``: saved after appends and by reads that find them outgrown; here from
+  :data:`DECODED_REFRESH_BYTES` on),
 * ``ChromaTopicIndex.upsert`` and ``ChromaTopicIndex.set_status`` (the topic index),
 * ``SqliteSaver.put`` and ``SqliteSaver.put_writes`` (the checkpointer).
 
@@ -61,7 +62,7 @@ RECOVERY_USER_ID = "recovery-user"
 CATALOG_REFRESH_BYTES = 1024
 """The killed runs rewrite a topic file's catalog this often (the recovery, as configured)."""
 DECODED_REFRESH_BYTES = 1024
-"""The killed runs save a topic's decoded copy when they read this much past it."""
+"""The killed runs save a decoded copy once its file has grown this much past it."""
 
 
 # ------------------------------------------------------------------------------- scenarios
@@ -256,8 +257,8 @@ def install(injector: Injector) -> None:
     """Wrap every write point of the package (in this process only)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from langgraph_topics.stores import decoded_topics, durable
-    from langgraph_topics.stores.decoded_topics import DECODED_SUFFIX
+    from langgraph_topics.stores import decoded_copies, durable
+    from langgraph_topics.stores.decoded_copies import DECODED_SUFFIX
     from langgraph_topics.stores.topic_catalog import CATALOG_SUFFIX
     from langgraph_topics.stores.topic_index import ChromaTopicIndex
     from langgraph_topics.stores.topic_store import JsonlTopicStore
@@ -266,7 +267,7 @@ def install(injector: Injector) -> None:
     original_fsync = durable.fsync_directory
     original_replace = durable.replace_durably
     JsonlTopicStore.CATALOG_REFRESH_BYTES = CATALOG_REFRESH_BYTES
-    decoded_topics.REFRESH_BYTES = DECODED_REFRESH_BYTES
+    decoded_copies.REFRESH_BYTES = DECODED_REFRESH_BYTES
 
     def append_durably(path: Path, data: bytes) -> None:
         def half() -> None:  # a torn line: half of the bytes reach the disk
@@ -281,7 +282,7 @@ def install(injector: Injector) -> None:
 
     replaced_kinds = {
         CATALOG_SUFFIX: "replace:topic-catalog",
-        DECODED_SUFFIX: "replace:decoded-topic",
+        DECODED_SUFFIX: "replace:decoded-copy",
     }
 
     def replace_durably(path: Path, data: bytes, **options: Any) -> None:
@@ -526,8 +527,9 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
             ("chroma:set_status", 1, "before"),
             ("replace:topic-catalog", 1, "before"),
             ("replace:topic-catalog", 2, "after"),
-            ("replace:decoded-topic", 1, "before"),
-            ("replace:decoded-topic", 1, "after"),
+            ("replace:decoded-copy", 1, "before"),
+            ("replace:decoded-copy", 1, "after"),
+            ("replace:decoded-copy", 3, "before"),
             # A division into subtopics, should the chat make one (the import does; the
             # store's own campaign is in test_subtopic_store.py).
             ("append:topic-subtopics", 1, "before"),

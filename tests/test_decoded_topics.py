@@ -33,18 +33,19 @@ from test_topic_catalog import (
 )
 
 from langgraph_topics.state.records import StoredMessage
-from langgraph_topics.stores import decoded_topics, durable
-from langgraph_topics.stores.decoded_topics import DECODED_SUFFIX, decoded_path
+from langgraph_topics.stores import decoded_copies, decoded_topics, durable
+from langgraph_topics.stores.decoded_copies import DECODED_SUFFIX
+from langgraph_topics.stores.decoded_topics import decoded_copy
 from langgraph_topics.stores.seq_ranges import SeqRanges
 from langgraph_topics.stores.topic_store import JsonlTopicStore
 
 
 @contextmanager
 def saved_on_every_read() -> Iterator[None]:
-    """Stores save a topic's decoded copy whenever they decoded any line past it."""
+    """A decoded copy is saved again whenever its file has anything past it."""
     with (
-        mock.patch.object(decoded_topics, "REFRESH_BYTES", 0),
-        mock.patch.object(decoded_topics, "REFRESH_SHARE", 1 << 40),
+        mock.patch.object(decoded_copies, "REFRESH_BYTES", 0),
+        mock.patch.object(decoded_copies, "REFRESH_SHARE", 1 << 40),
     ):
         yield
 
@@ -162,7 +163,7 @@ def test_an_unusable_copy_is_ignored_with_one_line_and_saved_again(
     root = tmp_path / "thread"
     store, topics = build(root)
     expected = read_all(without_copies(root, tmp_path / "bare"))
-    path = decoded_path(store.file_path(topics[0]))
+    path = decoded_copy(store.file_path(topics[0])).path
     raw = path.read_bytes()
     if damage == "garbage":
         path.write_bytes(b"\x00\xff" * 40)
@@ -175,7 +176,7 @@ def test_an_unusable_copy_is_ignored_with_one_line_and_saved_again(
     elif damage == "payload flipped":
         path.write_bytes(raw[:-10] + bytes([raw[-10] ^ 1]) + raw[-9:])
     elif damage == "foreign":
-        shutil.copyfile(decoded_path(store.file_path(topics[1])), path)
+        shutil.copyfile(decoded_copy(store.file_path(topics[1])).path, path)
     else:  # the topic file rewritten below the copy, its length the same
         topic_file = store.file_path(topics[0])
         topic_file.write_bytes(topic_file.read_bytes().replace(b'"m1b"', b'"m9b"'))
@@ -200,14 +201,14 @@ def test_a_copy_that_cannot_be_read_or_saved_costs_one_warning(
     topic = store.create_topic("t", "")
     ids = [f"m{n}" for n in range(5)]
     store.append(topic["id"], [msg(message_id) for message_id in ids])
-    path = decoded_path(store.file_path(topic["id"]))
+    path = decoded_copy(store.file_path(topic["id"])).path
     if failure == "a directory in the way":
         path.mkdir()  # can be neither read nor replaced
     full_disk = OSError(28, "No space left on device") if failure == "disk full" else None
     with (
         saved_on_every_read(),
         mock.patch.object(
-            decoded_topics,
+            decoded_copies,
             "replace_durably",
             side_effect=full_disk,
             wraps=durable.replace_durably,
@@ -225,7 +226,7 @@ def test_a_copy_that_cannot_be_read_or_saved_costs_one_warning(
 
 def test_appends_keep_the_copy_nearly_whole_for_the_next_process(tmp_path: Path) -> None:
     ids = [f"m{n}" for n in range(120)]
-    with catalog_every(300), mock.patch.object(decoded_topics, "REFRESH_BYTES", 600):
+    with catalog_every(300), mock.patch.object(decoded_copies, "REFRESH_BYTES", 600):
         store = JsonlTopicStore(tmp_path)
         topic = store.create_topic("t", "")
         for message_id in ids:  # appends only: the store never decodes the file
@@ -243,4 +244,4 @@ def test_appends_keep_the_copy_nearly_whole_for_the_next_process(tmp_path: Path)
     assert [m["id"] for m in again[topic["id"]]] == ids
     size = store.file_path(topic["id"]).stat().st_size
     assert 0 < size - sum(map(len, decoded))  # the copy served the first part…
-    assert sum(map(len, decoded)) <= 600 + 300 + size // decoded_topics.REFRESH_SHARE  # …most
+    assert sum(map(len, decoded)) <= 600 + 300 + size // decoded_copies.REFRESH_SHARE  # …most

@@ -194,7 +194,7 @@ EXPECTED_KINDS = {
     "append:retrieval-vectors.f16",
     "append:retrieval-entries.jsonl",
     "replace:topic-catalog",
-    "replace:decoded-topic",
+    "replace:decoded-copy",
 }
 DIVISION_KINDS = {"append:topic-subtopics", "append:retrieval-rekeyed.jsonl"}
 """The writes of a division into subtopics, which the import scenario makes."""

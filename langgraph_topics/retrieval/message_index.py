@@ -8,6 +8,7 @@ it again and a search over a whole thread is one matrix product and one BM25 pas
     retrieval/lexicon.txt, postings.i32, documents.i32   # BM25 terms per message (lexical_files)
     retrieval/projection.npz, shadows.f16   # from 20,000 messages on (projection)
     retrieval/entries.jsonl   # {"id", "topic", "time"} per message, in split order
+    retrieval/entries.decoded # the same, as read, so an open decodes few lines (index_entries)
     retrieval/rekeyed.jsonl   # {"topic", "rows", "ids"}: rows filed under another topic since
 
 Split order is conversation order (a split moves the oldest unsplit messages), so neighbours in
@@ -27,7 +28,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langgraph_topics.retrieval.bm25 import BM25
+from langgraph_topics.retrieval.index_entries import EntriesFile
 from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.lexical_files import LexicalFiles
 from langgraph_topics.retrieval.ordinary_pages import ordinary_pages
@@ -158,6 +159,7 @@ class MessageIndex:
         :meth:`widen` and in float32 after: a search finds the same either way."""
         self._lexical_files = LexicalFiles(root) if root is not None else None
         self._projection_files = ProjectionFiles(root) if root is not None else None
+        self._entries_file = EntriesFile(root / ENTRIES_FILE) if root is not None else None
         if root is not None:
             root.mkdir(parents=True, exist_ok=True)
             with ordinary_pages():
@@ -296,11 +298,10 @@ class MessageIndex:
             shadows = self._projection.shadows_of(vectors)
             self._projection_files.append(shadows, self._projection.clusters_of(shadows))
         self._lexical_files.append(terms)
-        lines = "".join(
-            json.dumps({"id": m["id"], "topic": t, "time": message_time(m)}) + "\n"
-            for m, t in fresh
+        assert self._entries_file is not None
+        self._entries_file.append(
+            [m["id"] for m, _ in fresh], [t for _, t in fresh], [message_time(m) for m, _ in fresh]
         )
-        append_durably(self.root / ENTRIES_FILE, lines.encode("utf-8"))
 
     # ------------------------------------------------------------------------------ reading
 
@@ -394,14 +395,15 @@ class MessageIndex:
             )
             self._reset_files()
             return
-        entries = _read_entries(self.root / ENTRIES_FILE)
+        assert self._entries_file is not None
+        entries = self._entries_file.read()
         raw = _read_bytes(self.root / VECTORS_FILE)
         row_bytes = dim * _BYTES_PER_VALUE
         rows = min(len(entries), len(raw) // row_bytes)
         if rows < len(entries) or rows * row_bytes < len(raw):
             log.warning("%s: cut to %d complete rows (crash during a write?)", self.root, rows)
             truncate_durably(self.root / VECTORS_FILE, rows * row_bytes)
-            _rewrite_entries(self.root / ENTRIES_FILE, entries.cut(rows))
+            self._entries_file.rewrite(entries.cut(rows))
         matrix = np.frombuffer(raw, dtype=np.float16, count=rows * dim).reshape(rows, dim)
         # A small index is converted at once, as every search multiplies the query with all
         # its rows. A large one stays float16 until :meth:`widen` has converted it (a third
@@ -537,6 +539,8 @@ class MessageIndex:
         assert self.root is not None
         for name in (META_FILE, VECTORS_FILE, ENTRIES_FILE, REKEYED_FILE):
             remove_file(self.root / name)
+        if self._entries_file is not None:
+            self._entries_file.forget()
         if self._lexical_files is not None:
             self._lexical_files.reset()
         if self._projection_files is not None:
@@ -615,73 +619,3 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         return b""
-
-
-@dataclass
-class _Entries:
-    """``entries.jsonl`` as three columns: each row's message id, topic and time."""
-
-    ids: list[str]
-    topics: list[str]
-    times: list[float | None]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def cut(self, rows: int) -> _Entries:
-        return _Entries(self.ids[:rows], self.topics[:rows], self.times[:rows])
-
-
-_ENTRY_LINE = re.compile(
-    rb'^\{"id": "([^"\\\x00-\x1f]*)", "topic": "([^"\\\x00-\x1f]*)", '
-    rb'"time": (null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\}\n',
-    re.MULTILINE,
-)
-"""A line exactly as :meth:`MessageIndex._write` writes it (``json.dumps`` of the three keys),
-without escapes in its strings (a file with any is decoded line by line): strings without a
-quote, a backslash or a control character, and a time that is a JSON number or null, so that
-a line it takes is one a JSON parser takes alike."""
-
-
-def _read_entries(path: Path) -> _Entries:
-    """The entries of ``path``, up to the first unreadable line (the rest is re-indexed).
-
-    Lines as the index writes them are taken apart by one regular expression over the whole
-    file (a third of the time of a JSON parse per line, at 100,000 entries); any other file
-    is decoded line by line.
-    """
-    raw = _read_bytes(path)
-    complete = raw[: raw.rfind(b"\n") + 1]
-    found = _ENTRY_LINE.findall(complete)
-    if len(found) == complete.count(b"\n") and len(complete) == len(raw):
-        try:
-            topics: dict[bytes, str] = {}
-            return _Entries(
-                [i.decode("utf-8") for i, _, _ in found],
-                [topics.get(t) or topics.setdefault(t, t.decode("utf-8")) for _, t, _ in found],
-                [None if time == b"null" else float(time) for _, _, time in found],
-            )
-        except ValueError:  # UnicodeDecodeError included
-            pass
-    return _decode_entries(path, raw)
-
-
-def _decode_entries(path: Path, raw: bytes) -> _Entries:
-    entries = _Entries([], [], [])
-    for number, record in decode_lines(raw.split(b"\n")):
-        if record is None or "id" not in record or "topic" not in record:
-            log.warning("%s:%d: unreadable entry; the rest of the file is re-indexed", path, number)
-            break
-        time = record.get("time")
-        entries.ids.append(str(record["id"]))
-        entries.topics.append(str(record["topic"]))
-        entries.times.append(float(time) if isinstance(time, int | float) else None)
-    return entries
-
-
-def _rewrite_entries(path: Path, entries: _Entries) -> None:
-    lines = (
-        json.dumps({"id": i, "topic": t, "time": time}) + "\n"
-        for i, t, time in zip(entries.ids, entries.topics, entries.times, strict=True)
-    )
-    replace_durably(path, "".join(lines).encode("utf-8"))

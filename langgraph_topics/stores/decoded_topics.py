@@ -1,48 +1,24 @@
 """A topic file's messages as decoded, saved beside it so that the next process reads them fast.
 
 A topic window reads its whole topic, so the first turn of a process decodes every message of
-every active topic: at 100,000 messages, 28 MB of JSON took 0.3–0.45 s, a third of a cold start
-(``orjson`` itself is most of it: it makes every dictionary and string). The same records
-saved with ``marshal`` load in a sixth of that. ``topics/<topic_id>.decoded`` holds the message
-records of the file's first ``covered`` bytes, every branch's, in file order, as two columns
-(each record's ``seq`` and its message); the store applies its branch and its duplicate rule to
-them as to lines just read.
-
-It is a cache, like the catalog (``topic_catalog``): the JSONL file stays the only source of
-truth. It is used only while the file's first ``covered`` bytes have the CRC it was written
-with (the file is read whole anyway, so all of them are checked, not a sample) and its own
-payload has its CRC, so ``marshal`` is only ever given bytes this module wrote. Anything else
-(missing, cut short, another file's, another version's) is ignored and rewritten; failing to
-write it costs the next process a longer read, never an error.
+every active topic: at 100,000 messages, 28 MB of JSON took 0.3–0.45 s, a third of a cold start.
+``topics/<topic_id>.decoded`` (a ``decoded_copies`` copy) holds the message records of the
+file's first bytes, every branch's, in file order, as two columns (each record's ``seq`` and its
+message); the store applies its branch and its duplicate rule to them as to lines just read.
 """
 
 from __future__ import annotations
 
-import logging
-import marshal
-import struct
-import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from langgraph_topics.state.records import StoredMessage
-from langgraph_topics.stores.durable import replace_durably
+from langgraph_topics.stores.decoded_copies import DecodedCopy, outgrown
 from langgraph_topics.stores.jsonl_lines import decode_whole
 from langgraph_topics.stores.topic_records import take_message
 
-logger = logging.getLogger(__name__)
-
-DECODED_SUFFIX = ".decoded"
 _MAGIC = b"langgraph-topics decoded topic v1\n"
-"""Names the format and its version: bump the version when what a record becomes changes."""
-_HEADER = struct.Struct("<QII")
-"""Covered bytes of the topic file, CRC-32 of them, CRC-32 of the payload."""
-REFRESH_SHARE = 4
-"""The file is decoded and saved again once the part past the saved one is over a
-``REFRESH_SHARE``-th of what the saved one covers (re-reading the rest stays cheap)."""
-REFRESH_BYTES = 256 * 1024
-"""…and over this many bytes (small topics are cheap to read whole)."""
 
 
 @dataclass
@@ -65,17 +41,9 @@ class MessageRecords:
         self.messages += more.messages
 
 
-_WRITING = threading.Lock()
-"""Two stores of one process (two branches) may save one topic at once; ``replace_durably``
-names its scratch file after the process only."""
-_UNREADABLE = "%s: unreadable (%s); the topic file is read instead"
-_unusable_paths: set[Path] = set()
-"""Copies that could not be read or written for want of access: said once per process."""
-
-
-def decoded_path(topic_file: Path) -> Path:
-    """Where the decoded messages of a topic file live."""
-    return topic_file.with_suffix(DECODED_SUFFIX)
+def decoded_copy(topic_file: Path) -> DecodedCopy:
+    """The decoded messages of a topic file, saved beside it."""
+    return DecodedCopy.beside(topic_file, _MAGIC, width=2)
 
 
 def message_records(topic_file: Path, raw: bytes) -> MessageRecords | None:
@@ -85,14 +53,19 @@ def message_records(topic_file: Path, raw: bytes) -> MessageRecords | None:
     when the rest has grown large. ``None`` when ``raw`` is not well-formed JSONL (a torn or
     damaged line): the caller reads it line by line, as before.
     """
-    saved = _read(topic_file, raw)
-    covered, records = saved if saved is not None else (0, MessageRecords())
+    copy = decoded_copy(topic_file)
+    covered, crc, records = 0, 0, MessageRecords()
+    loaded = copy.load(raw)
+    if loaded is not None:
+        covered, crc = loaded.covered, loaded.crc
+        records = MessageRecords(*loaded.columns)
     rest = _decoded(raw[covered:])
     if rest is None:
         return None
     records.extend(rest)
-    if _stale(len(raw), covered):
-        _write(topic_file, raw, records)
+    if outgrown(len(raw), covered):
+        crc = zlib.crc32(memoryview(raw)[covered:], crc)
+        copy.save((records.seqs, records.messages), len(raw), crc)
     return records
 
 
@@ -100,35 +73,20 @@ def refresh_decoded(topic_file: Path) -> None:
     """Save the decoded copy of a topic file again if the file has outgrown it.
 
     Called after appends (with the catalog), so that the next process finds a copy covering
-    nearly all of the file and its first read writes nothing; only the copy's header is read
+    nearly all of the file and its first read saves nothing; only the copy's header is read
     when it is recent enough.
     """
     try:
         size = topic_file.stat().st_size
-        with decoded_path(topic_file).open("rb") as handle:
-            head = handle.read(len(_MAGIC) + _HEADER.size)
-    except FileNotFoundError:
-        head = b""
-    except OSError as error:
-        _warn_once(decoded_path(topic_file), _UNREADABLE, error)
+    except OSError:
         return
-    covered = _HEADER.unpack_from(head, len(_MAGIC))[0] if _is_header(head) else 0
-    if not _stale(size, covered):
+    if not outgrown(size, decoded_copy(topic_file).covered()):
         return
     try:
         raw = topic_file.read_bytes()
     except OSError:
         return  # the append that led here succeeded; the next reader decodes the file
     message_records(topic_file, raw)
-
-
-def _stale(size: int, covered: int) -> bool:
-    """Whether a copy covering ``covered`` bytes of a file of ``size`` is saved again."""
-    return size - covered > max(REFRESH_BYTES, covered // REFRESH_SHARE)
-
-
-def _is_header(head: bytes) -> bool:
-    return head.startswith(_MAGIC) and len(head) >= len(_MAGIC) + _HEADER.size
 
 
 def _decoded(raw: bytes) -> MessageRecords | None:
@@ -144,59 +102,3 @@ def _decoded(raw: bytes) -> MessageRecords | None:
         if message is not None:
             records.add(seq, message)
     return records
-
-
-def _read(topic_file: Path, raw: bytes) -> tuple[int, MessageRecords] | None:
-    path = decoded_path(topic_file)
-    try:
-        saved = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as error:
-        _warn_once(path, _UNREADABLE, error)
-        return None
-    start = len(_MAGIC) + _HEADER.size
-    if not _is_header(saved):
-        logger.warning("%s: not a decoded topic of this version; it is rewritten", path)
-        return None
-    covered, file_crc, payload_crc = _HEADER.unpack_from(saved, len(_MAGIC))
-    payload = memoryview(saved)[start:]
-    if covered > len(raw) or zlib.crc32(memoryview(raw)[:covered]) != file_crc:
-        logger.warning("%s: the topic file no longer starts with what it holds; rewritten", path)
-        return None
-    if zlib.crc32(payload) != payload_crc:
-        logger.warning("%s: damaged; it is rewritten", path)
-        return None
-    try:
-        seqs, messages = marshal.loads(payload)
-        if not isinstance(seqs, list) or not isinstance(messages, list):
-            raise TypeError("not two lists")
-        if len(seqs) != len(messages):
-            raise ValueError("columns of different lengths")
-        return covered, MessageRecords(seqs, messages)
-    except (ValueError, EOFError, TypeError) as error:  # a CRC match makes these unlikely
-        logger.warning("%s: unreadable (%s); it is rewritten", path, error)
-        return None
-
-
-def _write(topic_file: Path, raw: bytes, records: MessageRecords) -> None:
-    """Save ``records`` as the decoded copy of all of ``raw`` (logged once on failure)."""
-    path = decoded_path(topic_file)
-    try:
-        payload = marshal.dumps((records.seqs, records.messages))
-    except ValueError as error:  # a value marshal cannot hold: the topic is read as JSON
-        logger.warning("%s: not saved (%s)", path, error)
-        return
-    header = _HEADER.pack(len(raw), zlib.crc32(raw), zlib.crc32(payload))
-    try:
-        with _WRITING:
-            # Derived data: other processes need not reopen their stores for it.
-            replace_durably(path, _MAGIC + header + payload, cached=False)
-    except OSError as error:
-        _warn_once(path, "%s: not saved (%s); the topic file is read instead", error)
-
-
-def _warn_once(path: Path, message: str, error: OSError) -> None:
-    if path not in _unusable_paths:
-        _unusable_paths.add(path)
-        logger.warning(message, path, error)
