@@ -157,6 +157,7 @@ class TopicServices:
             StoreUnavailableError: The ``postgres`` profile's database cannot be reached.
         """
         from langgraph_topics.roles.factory import build_roles
+        from langgraph_topics.stores.scratch_files import remove_abandoned_scratch
         from langgraph_topics.stores.topic_index import open_topic_index
         from langgraph_topics.stores.topic_index_catch_up import mend_topic_index
         from langgraph_topics.stores.topic_store import JsonlTopicStore
@@ -177,6 +178,7 @@ class TopicServices:
                     settings, embedder, cast("BaseStore", shared_store), thread_id
                 )
             root = thread_directory(data_dir, thread_id)
+            remove_abandoned_scratch(root)
             topic_store = JsonlTopicStore(root)
             topic_index = open_topic_index(
                 data_dir, settings.chroma_url, embedder, index_collection_name(thread_id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from langgraph_topics.stores.scratch_files import scratch_path
 from langgraph_topics.stores.thread_generation import note_write
 
 
@@ -57,17 +58,23 @@ def replace_durably(path: Path, data: bytes, *, cached: bool = True) -> None:
     """Replace a small file whole.
 
     A reader, or the next process after a crash, finds the old content or the new one, never
-    a mix. ``cached=False``: no store caches the file (the CLI's pending line), so other
+    a mix. A failed write leaves no scratch file; a killed one may (``scratch_files`` sweeps
+    those). ``cached=False``: no store caches the file (the CLI's pending line), so other
     processes need not re-open anything.
     """
     if cached:
         note_write(path)
-    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with scratch.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(scratch, path)
+    scratch = scratch_path(path)
+    try:
+        with scratch.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(scratch, path)
+    except BaseException:
+        # A full disk would otherwise keep the partial copy too (the file itself is intact).
+        scratch.unlink(missing_ok=True)
+        raise
     fsync_directory(path.parent)
 
 

@@ -67,10 +67,12 @@ def open_platform_thread_stores(
     )
     from langgraph_topics.stores.base_store_namespace import BaseStoreNamespaceStore
     from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
+    from langgraph_topics.stores.scratch_files import remove_abandoned_scratch
     from langgraph_topics.stores.topic_index import open_topic_index
     from langgraph_topics.stores.topic_index_catch_up import catch_up_topic_index
 
     root = thread_directory(settings.data_dir, thread_id)
+    remove_abandoned_scratch(root)
     topic_store = BaseStoreTopicStore(store, thread_id)
     topic_index = open_topic_index(
         settings.data_dir, settings.chroma_url, embedder, index_collection_name(thread_id)
