@@ -119,6 +119,8 @@ def test_only_scratch_files_of_gone_writers_are_taken(tmp_path: Path) -> None:
         tmp_path / ".hidden.tmp",
         tmp_path / f"visible.{gone}.tmp",
         tmp_path / f".no-pid.{gone}x.tmp",
+        # No process could have it: unsure counts as running.
+        tmp_path / f".huge-pid.{10**30}.tmp",
     }
     for path in kept:
         path.write_bytes(b"x")

@@ -47,7 +47,7 @@ def process_exists(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:  # another user's process (EPERM), or a pid out of range
+    except (OSError, OverflowError):  # another user's process (EPERM), a pid out of range
         return True
     return True
 
@@ -76,8 +76,13 @@ def remove_abandoned_scratch(root: Path, *, min_age: float = MIN_AGE_SECONDS) ->
     """
     if not root.is_dir():
         return 0
+    try:
+        abandoned = abandoned_scratch(root, min_age=min_age)
+    except OSError as error:  # an unreadable directory: the stores say so when they read it
+        log.warning("%s: scratch files not looked for (%s)", root, error)
+        return 0
     removed = 0
-    for path in abandoned_scratch(root, min_age=min_age):
+    for path in abandoned:
         try:
             path.unlink(missing_ok=True)
         except OSError as error:
