@@ -1,5 +1,7 @@
+import inspect
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -172,9 +174,45 @@ def test_overhead_measures_both_graphs() -> None:
     assert size["topic_graph"]["cpu_ms"] > 0 and size["floor_graph"]["cpu_ms"] > 0
     assert size["topic_graph"]["checkpoint_bytes_per_turn"] > 0
     assert size["state_floor_graph"]["cpu_ms"] > 0
-    assert "state ÷ floor" in overhead_table(
-        {"active_topics": 4, "budget_tokens": 8000, "sizes": [size]}
-    )
+    nodes = size["topic_graph"]["node_cpu_ms"]
+    # Every chat turn runs these; the windows ran for the 4 active topics.
+    assert {"estimate", "recall_cue", "topic_window", "assemble", "respond", "bookkeeping"} <= set(
+        nodes
+    ), nodes
+    assert all(ms > 0 for ms in nodes.values()), nodes
+    table = overhead_table({"active_topics": 4, "budget_tokens": 8000, "sizes": [size]})
+    assert "state ÷ floor" in table
+    assert "where a topic-graph turn's CPU goes" in table and "outside the nodes" in table
+
+
+def test_node_times_count_each_call_on_its_own_thread() -> None:
+    import threading
+
+    from langgraph_topics.graph.node_times import NodeTimes
+
+    times = NodeTimes()
+
+    def busy(state: dict[str, int], *, runtime: object = None) -> dict[str, int]:
+        """A node."""
+        deadline = time.thread_time() + 0.02
+        while time.thread_time() < deadline:
+            pass
+        return {"n": state["n"] + 1}
+
+    timed = times.wrap("busy", busy)
+    assert timed.__name__ == "busy" and timed.__doc__ == "A node."
+    assert list(inspect.signature(timed).parameters) == ["state", "runtime"]
+    workers = [threading.Thread(target=timed, args=({"n": 0},)) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert timed({"n": 1}) == {"n": 2}
+    assert times.calls == {"busy": 4}
+    assert 4 * 0.02 <= times.seconds["busy"] < 4 * 0.02 + 0.5
+    assert times.per_turn_ms(2)["busy"] >= 40
+    times.reset()
+    assert times.seconds == {} and times.per_turn_ms(2) == {}
 
 
 def test_the_compared_graphs_take_turns_in_a_rotating_order() -> None:

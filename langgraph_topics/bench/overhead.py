@@ -115,6 +115,30 @@ def _plain_graph(path: Path) -> Any:
     return builder.compile(checkpointer=open_sqlite_checkpointer(path))
 
 
+def _node_breakdown(
+    memory: Any, turn: Callable[[int], object], turns: int
+) -> tuple[dict[str, float], float]:
+    """Each node's mean thread CPU ms per turn, and the turn's CPU beyond its nodes.
+
+    Measured on turns of their own, after the timed ones, with the memory's graph rebuilt
+    with its nodes wrapped (``graph/node_times.py``): the timed turns run the graph as a user
+    does.
+    """
+    from langgraph_topics.graph.builder import build_graph
+    from langgraph_topics.graph.node_times import NodeTimes
+
+    times = NodeTimes()
+    plain_graph = memory.graph
+    memory.graph = build_graph(memory.checkpointer, node_times=times)
+    try:
+        _, cpu = _timed_turns(turn, turns)
+    finally:
+        memory.graph = plain_graph
+    per_turn = times.per_turn_ms(turns)
+    outside = 1000 * statistics.fmean(cpu) - sum(per_turn.values())
+    return per_turn, round(outside, 2)
+
+
 def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     """Time ``turns`` chat turns of the topic graph and of a plain chat graph at one size."""
     from langgraph_topics.bench.fakes import HashEmbedder, fake_roles
@@ -162,6 +186,9 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     shaped_seconds, shaped_cpu = timed["state floor"]
     topic_written = checkpoint_bytes(database) - written
     floor_written = checkpoint_bytes(floor_path) - floor_before
+    node_ms, outside_ms = _node_breakdown(
+        memory, lambda n: memory.chat("t", message_text(2 * 10**7 + n)), turns
+    )
     memory.close()
     size = directory_bytes(work / "topics")
 
@@ -206,6 +233,8 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
             "checkpoint_bytes_per_turn": topic_written // turns,
             "data_dir_bytes": size,
             "bytes_per_message": size // history,
+            "node_cpu_ms": node_ms,
+            "outside_nodes_cpu_ms": outside_ms,
             "open_seconds": round(opened_seconds, 3),
             "cold_start_seconds": round(cold_seconds, 3),
         },
@@ -312,11 +341,51 @@ def overhead_table(report: dict[str, Any]) -> str:
         "peak RSS MB",
     ]
     flat = _flatness(report["sizes"])
+    breakdown = node_table(report["sizes"])
     return (
         f"per-turn cost, zero-latency roles, {report['active_topics']} active topics,"
         f" budget {report['budget_tokens']:,}\n"
         + simple_table(headers, rows)
         + (f"\n{flat}" if flat else "")
+        + (f"\n\n{breakdown}" if breakdown else "")
+    )
+
+
+NODE_ORDER = (
+    "estimate",
+    "split",
+    "recall_cue",
+    "activate",
+    "topic_window",
+    "assemble",
+    "respond",
+    "bookkeeping",
+    "end_context",
+)
+
+
+def node_table(sizes: Sequence[dict[str, Any]]) -> str:
+    """Where a topic-graph turn's CPU goes: each node's mean ms per turn, one column per size.
+
+    The topic windows' row sums the windows of a turn (they run in parallel, so a turn's wall
+    time holds less of it); "outside the nodes" is LangGraph's work and the memory's.
+    """
+    measured = [size for size in sizes if "node_cpu_ms" in size["topic_graph"]]
+    if not measured:
+        return ""
+    seen = {name for size in measured for name in size["topic_graph"]["node_cpu_ms"]}
+    names = [name for name in NODE_ORDER if name in seen] + sorted(seen - set(NODE_ORDER))
+    rows = [
+        [name] + [size["topic_graph"]["node_cpu_ms"].get(name, 0.0) for size in measured]
+        for name in names
+    ]
+    rows.append(
+        ["outside the nodes"] + [size["topic_graph"]["outside_nodes_cpu_ms"] for size in measured]
+    )
+    headers = ["node"] + [f"{s['history']:,} msgs / {s['topics']:,} topics" for s in measured]
+    return (
+        "where a topic-graph turn's CPU goes (mean thread CPU ms per turn, on turns of their own)\n"
+        + simple_table(headers, rows)
     )
 
 

@@ -9,6 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_topics.graph import routing
+from langgraph_topics.graph.node_times import NodeTimes
 from langgraph_topics.graph.routed import routed, state_only
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.assemble import assemble
@@ -28,6 +29,7 @@ def build_graph(
     *,
     full_input: bool = False,
     name: str = "topic_memory",
+    node_times: NodeTimes | None = None,
 ) -> CompiledStateGraph[TopicState, TopicContext, InputState, TopicState]:
     """Build and compile the topic-memory graph.
 
@@ -37,11 +39,17 @@ def build_graph(
         full_input: Accept the whole state as input (used to replay a state without
             persisting it, for context queries); the default input is ``messages`` and ``mode``.
         name: The graph's name, as Studio and parent graphs show it.
+        node_times: Adds up each node's CPU time (``bench overhead``); ``None`` runs the nodes
+            as they are.
 
     Returns:
         The compiled graph. Pass ``context=TopicContext(services=...)`` when invoking to choose
         the stores and back ends; without it the process default (from the environment) serves.
     """
+
+    def node(name: str, function: Any) -> Any:
+        return function if node_times is None else node_times.wrap(name, function)
+
     builder = StateGraph(
         TopicState,
         context_schema=TopicContext,
@@ -54,41 +62,45 @@ def build_graph(
     # Over 70 % of the budget: split before the topic windows read anything.
     builder.add_node(
         "estimate",
-        routed(estimate, state_only(routing.after_estimate)),
+        node("estimate", routed(estimate, state_only(routing.after_estimate))),
         destinations=("split", "recall_cue", END),
     )
     builder.add_node(
-        "split", routed(split, state_only(routing.after_split)), destinations=("recall_cue", END)
+        "split",
+        node("split", routed(split, state_only(routing.after_split))),
+        destinations=("recall_cue", END),
     )
     # A recall cue searches the index first; otherwise every active topic is read in parallel.
     builder.add_node(
         "recall_cue",
-        routed(recall_cue, routing.after_recall_cue),
+        node("recall_cue", routed(recall_cue, routing.after_recall_cue)),
         destinations=("activate", "topic_window", "assemble"),
     )
     # After an activation only the newly activated topics are read.
     builder.add_node(
         "activate",
-        routed(activate, routing.fan_out),
+        node("activate", routed(activate, routing.fan_out)),
         destinations=("topic_window", "assemble"),
     )
-    builder.add_node("topic_window", topic_window, input_schema=TopicWindowInput)
+    builder.add_node(
+        "topic_window", node("topic_window", topic_window), input_schema=TopicWindowInput
+    )
     # Weak results search the index once; a context query then puts the thread back as it was,
     # and an "assemble" turn (the application's model answers) ends with the window.
     builder.add_node(
         "assemble",
-        routed(assemble, routing.after_assemble),
+        node("assemble", routed(assemble, routing.after_assemble)),
         destinations=("activate", "respond", "end_context", END),
     )
     # The responder may ask for topics (activate_topic); its reply is then regenerated.
     # ... or to read a stored tool result (read_namespace): the window then shows it in full.
     builder.add_node(
         "respond",
-        routed(respond, state_only(routing.after_respond)),
+        node("respond", routed(respond, state_only(routing.after_respond))),
         destinations=("activate", "assemble", "bookkeeping"),
     )
-    builder.add_node("bookkeeping", bookkeeping)
-    builder.add_node("end_context", end_context)
+    builder.add_node("bookkeeping", node("bookkeeping", bookkeeping))
+    builder.add_node("end_context", node("end_context", end_context))
 
     builder.add_edge(START, "estimate")
     builder.add_edge("topic_window", "assemble")

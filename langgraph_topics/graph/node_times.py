@@ -1,0 +1,61 @@
+"""The CPU each node of the topic graph spends, for ``bench overhead``'s breakdown of a turn.
+
+A node's time is its own thread's CPU time (the topic windows run in parallel, each on a
+worker thread), summed over the calls; what a turn costs beyond its nodes is LangGraph's own
+work (tasks, channels, the checkpoint) and the memory's (locks, the turn's input). The graph is
+built with the nodes wrapped (``build_graph(node_times=...)``); the graph a memory runs by
+default is not.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+Node = TypeVar("Node", bound=Callable[..., Any])
+
+
+class NodeTimes:
+    """Thread CPU seconds and calls of each node, summed since the last :meth:`reset`."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def wrap(self, name: str, node: Node) -> Node:
+        """``node``, its thread CPU time added to ``name``'s on every call.
+
+        ``functools.wraps`` keeps the node's signature and annotations: LangGraph reads them to
+        pass the runtime and to draw the node's routes.
+        """
+
+        @functools.wraps(node)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return node(*args, **kwargs)
+            finally:
+                spent = time.thread_time() - started
+                with self._lock:
+                    self.seconds[name] = self.seconds.get(name, 0.0) + spent
+                    self.calls[name] = self.calls.get(name, 0) + 1
+
+        return timed  # type: ignore[return-value]
+
+    def reset(self) -> None:
+        """Forget every time and call counted so far."""
+        with self._lock:
+            self.seconds.clear()
+            self.calls.clear()
+
+    def per_turn_ms(self, turns: int) -> dict[str, float]:
+        """Each node's mean milliseconds per turn over ``turns`` turns (nodes that ran)."""
+        with self._lock:
+            return {
+                name: round(1000 * seconds / max(turns, 1), 2)
+                for name, seconds in self.seconds.items()
+            }
