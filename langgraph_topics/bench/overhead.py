@@ -33,12 +33,15 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.message import add_messages
 
 from langgraph_topics.bench.report import simple_table
+
+if TYPE_CHECKING:
+    from langgraph_topics.memory import TopicMemory
 
 
 class ChatState(TypedDict):
@@ -116,7 +119,7 @@ def _plain_graph(path: Path) -> Any:
 
 
 def _node_breakdown(
-    memory: Any, turn: Callable[[int], object], turns: int
+    memory: TopicMemory, turn: Callable[[int], object], turns: int
 ) -> tuple[dict[str, float], float]:
     """Each node's mean thread CPU ms per turn, and the turn's CPU beyond its nodes.
 
