@@ -208,11 +208,10 @@ def test_node_times_count_each_call_on_its_own_thread() -> None:
     for worker in workers:
         worker.join()
     assert timed({"n": 1}) == {"n": 2}
-    assert times.calls == {"busy": 4}
+    # Four calls of at least 20 ms of their own thread's CPU each, wherever they ran.
     assert 4 * 0.02 <= times.seconds["busy"] < 4 * 0.02 + 0.5
     assert times.per_turn_ms(2)["busy"] >= 40
-    times.reset()
-    assert times.seconds == {} and times.per_turn_ms(2) == {}
+    assert NodeTimes().per_turn_ms(2) == {}
 
 
 def test_the_compared_graphs_take_turns_in_a_rotating_order() -> None:

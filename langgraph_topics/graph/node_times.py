@@ -19,11 +19,10 @@ Node = TypeVar("Node", bound=Callable[..., Any])
 
 
 class NodeTimes:
-    """Thread CPU seconds and calls of each node, summed since the last :meth:`reset`."""
+    """Thread CPU seconds of each node, summed over its calls."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
-        self.calls: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def wrap(self, name: str, node: Node) -> Node:
@@ -42,15 +41,8 @@ class NodeTimes:
                 spent = time.thread_time() - started
                 with self._lock:
                     self.seconds[name] = self.seconds.get(name, 0.0) + spent
-                    self.calls[name] = self.calls.get(name, 0) + 1
 
         return timed  # type: ignore[return-value]
-
-    def reset(self) -> None:
-        """Forget every time and call counted so far."""
-        with self._lock:
-            self.seconds.clear()
-            self.calls.clear()
 
     def per_turn_ms(self, turns: int) -> dict[str, float]:
         """Each node's mean milliseconds per turn over ``turns`` turns (nodes that ran)."""

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 SCRATCH_SUFFIX = ".tmp"
 MIN_AGE_SECONDS = 60.0
-_SCRATCH_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.tmp$")
+_SCRATCH_NAME = re.compile(r"^\..+\.(?P<pid>\d+)" + re.escape(SCRATCH_SUFFIX) + "$")
 
 
 def scratch_path(path: Path) -> Path:
