@@ -121,11 +121,14 @@ def _plain_graph(path: Path) -> Any:
 def _node_breakdown(
     memory: TopicMemory, turn: Callable[[int], object], turns: int
 ) -> tuple[dict[str, float], float]:
-    """Each node's mean thread CPU ms per turn, and the turn's CPU beyond its nodes.
+    """Each node's median thread CPU ms per turn, and the median turn's CPU beyond its nodes.
 
     Measured on turns of their own, after the timed ones, with the memory's graph rebuilt
     with its nodes wrapped (``graph/node_times.py``): the timed turns run the graph as a user
-    does.
+    does. Medians, turn by turn, as the headline figures are: a full garbage collection
+    (90–150 ms in a process that imported chromadb, about one turn in 40) would otherwise
+    land, averaged, on whichever part of a turn it interrupted. A node that did not run in a
+    turn counts 0 for it.
     """
     from langgraph_topics.graph.builder import build_graph
     from langgraph_topics.graph.node_times import NodeTimes
@@ -133,13 +136,24 @@ def _node_breakdown(
     times = NodeTimes()
     plain_graph = memory.graph
     memory.graph = build_graph(memory.checkpointer, node_times=times)
+    spent: list[dict[str, float]] = []
+    outside: list[float] = []
     try:
-        _, cpu = _timed_turns(turn, turns)
+        for number in range(turns):
+            before, used = times.totals(), time.process_time()
+            turn(number)
+            cpu = time.process_time() - used
+            nodes = {name: s - before.get(name, 0.0) for name, s in times.totals().items()}
+            spent.append(nodes)
+            outside.append(cpu - sum(nodes.values()))
     finally:
         memory.graph = plain_graph
-    per_turn = times.per_turn_ms(turns)
-    outside = 1000 * statistics.fmean(cpu) - sum(per_turn.values())
-    return per_turn, round(outside, 2)
+    names = {name for nodes in spent for name in nodes}
+    per_node = {
+        name: round(1000 * statistics.median(nodes.get(name, 0.0) for nodes in spent), 2)
+        for name in sorted(names)
+    }
+    return per_node, round(1000 * statistics.median(outside), 2) if outside else 0.0
 
 
 def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
@@ -368,10 +382,11 @@ NODE_ORDER = (
 
 
 def node_table(sizes: Sequence[dict[str, Any]]) -> str:
-    """Where a topic-graph turn's CPU goes: each node's mean ms per turn, one column per size.
+    """Where a topic-graph turn's CPU goes: each node's median ms per turn, one column per size.
 
     The topic windows' row sums the windows of a turn (they run in parallel, so a turn's wall
-    time holds less of it); "outside the nodes" is LangGraph's work and the memory's.
+    time holds less of it); "outside the nodes" is LangGraph's work and the memory's, and over
+    the floor's whole turn (CPU) it is the ratio the turn would have if its nodes cost nothing.
     """
     measured = [size for size in sizes if "node_cpu_ms" in size["topic_graph"]]
     if not measured:
@@ -385,10 +400,22 @@ def node_table(sizes: Sequence[dict[str, Any]]) -> str:
     rows.append(
         ["outside the nodes"] + [size["topic_graph"]["outside_nodes_cpu_ms"] for size in measured]
     )
+    # What the turn would cost with nodes that cost nothing: the ratio's reach for the nodes.
+    rows.append(
+        ["outside ÷ the floor's turn"]
+        + [
+            round(
+                size["topic_graph"]["outside_nodes_cpu_ms"]
+                / max(size["floor_graph"]["cpu_ms"], 1e-9),
+                2,
+            )
+            for size in measured
+        ]
+    )
     headers = ["node"] + [f"{s['history']:,} msgs / {s['topics']:,} topics" for s in measured]
     return (
-        "where a topic-graph turn's CPU goes (mean thread CPU ms per turn, on turns of their own)\n"
-        + simple_table(headers, rows)
+        "where a topic-graph turn's CPU goes (median thread CPU ms per turn, on turns of their"
+        " own)\n" + simple_table(headers, rows)
     )
 
 

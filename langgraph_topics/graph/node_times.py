@@ -44,10 +44,7 @@ class NodeTimes:
 
         return timed  # type: ignore[return-value]
 
-    def per_turn_ms(self, turns: int) -> dict[str, float]:
-        """Each node's mean milliseconds per turn over ``turns`` turns (nodes that ran)."""
+    def totals(self) -> dict[str, float]:
+        """Each node's thread CPU seconds so far (a copy: the difference of two is a turn's)."""
         with self._lock:
-            return {
-                name: round(1000 * seconds / max(turns, 1), 2)
-                for name, seconds in self.seconds.items()
-            }
+            return dict(self.seconds)
