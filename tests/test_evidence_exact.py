@@ -207,3 +207,14 @@ def test_bm25_scores_of_some_rows_are_those_of_all_rows_bit_for_bit() -> None:
                         int(np.argmax(column)) in set(best.tolist())
                         or np.sum(column == column.max()) > 50
                     )
+
+
+def test_a_score_far_under_the_centre_has_relevance_0_without_a_warning() -> None:
+    import warnings
+
+    from langgraph_topics.retrieval.evidence import _relevance
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow warning would reach a user's console
+        relevance = _relevance(np.array([-2000.0, RELEVANCE_CENTRE, 2000.0]))
+    assert relevance.tolist() == [0.0, 0.5, 1.0]

@@ -474,7 +474,10 @@ class _LargeSearch:
 
 
 def _relevance(fused: Floats) -> Floats:
-    return 1.0 / (1.0 + np.exp(-(fused - RELEVANCE_CENTRE)))
+    # A score far under the centre overflows exp to inf, and its relevance is then exactly 0:
+    # the right value, without numpy's warning on the user's console.
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-(fused - RELEVANCE_CENTRE)))
 
 
 def _around(rows: npt.NDArray[np.int64], reach: int, count: int) -> npt.NDArray[np.int64]:
