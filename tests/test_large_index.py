@@ -221,7 +221,7 @@ def _evidence_bytes(index: MessageIndex) -> list[bytes]:
         evidence = scorer.score(index, query, [])
         assert evidence.candidates is not None
         for values in (evidence.score, evidence.relevance, evidence.dense, evidence.candidates):
-            found.append(values.tobytes())
+            found.append(np.asarray(values).tobytes())
     return found
 
 

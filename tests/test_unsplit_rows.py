@@ -24,7 +24,9 @@ from langgraph_topics.retrieval.projection import LARGE_INDEX, Projection, best_
 from langgraph_topics.state.records import StoredMessage
 
 
-def _same(left: npt.NDArray[np.generic], right: npt.NDArray[np.generic]) -> bool:
+def _same(left: npt.ArrayLike, right: npt.ArrayLike) -> bool:
+    # A large index's values are the candidates' only: compared as the arrays they stand for.
+    left, right = np.asarray(left), np.asarray(right)
     return (
         left.dtype == right.dtype
         and left.shape == right.shape

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from langgraph.runtime import Runtime
 
 from langgraph_topics.namespace.policy import NamespacePolicy
@@ -253,12 +254,18 @@ def _candidates(
     pieces.extend(_whole_exchanges(list(quotes.values()), exchanges, tokens))
     unsplit_pieces: list[_Piece] = []
     # One look-up of each message's place in the scores gives its value and its order (what
-    # ``relevance_of`` and ``_order_key`` would each look up again).
+    # ``relevance_of`` and ``_order_key`` would each look up again), and one read their values.
     positions = evidence.position if evidence is not None else {}
-    for place, message in enumerate(unsplit):
-        position = positions.get(message["id"])
+    found = [positions.get(message["id"]) for message in unsplit]
+    scored = [p for p in found if p is not None]
+    values = iter(
+        evidence.relevance[np.asarray(scored, dtype=np.int64)].tolist()
+        if evidence is not None and scored
+        else []
+    )
+    for place, (message, position) in enumerate(zip(unsplit, found, strict=True)):
         if evidence is not None and position is not None:
-            value = float(evidence.relevance[position])
+            value = next(values)
         else:
             value = UNSPLIT_FALLBACK_VALUE * (place + 1) / len(unsplit)
         unsplit_pieces.append(

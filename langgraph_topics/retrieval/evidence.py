@@ -22,8 +22,10 @@ the rows of the clusters nearest the query (``retrieval/projection.py``), the be
 among each query term's best documents (``BM25.top_documents``), and their neighbours. Their
 cosines and BM25 scores are exact, standardised with the mean and deviation of an exact sample
 of the thread; the topic prior ranks the candidates. Every other message gets a floor value
-(``Evidence.candidates``). Below that size every score is exact, bit for bit as when the
-recall figures were measured (``tests/test_evidence_exact.py``).
+(``Evidence.candidates``), and only the candidates' values are stored
+(``retrieval/candidate_values.py``): no score a query returns fills an array the thread's
+length. Below that size every score is exact, bit for bit as when the recall figures were
+measured (``tests/test_evidence_exact.py``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langgraph_topics.retrieval.bm25 import score_documents
+from langgraph_topics.retrieval.candidate_values import CandidateValues
 from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.message_index import (
     MessageIndex,
@@ -51,6 +54,8 @@ from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
 
 Floats = npt.NDArray[np.float64]
+Values = Floats | CandidateValues
+"""One value per message: an array, or on a large index the candidates' values only."""
 RELEVANCE_CENTRE = 1.5
 """The fused score that maps to relevance 0.5: one and a half deviations above the thread's
 mean (about the best twentieth of its messages), so a topic whose best message stands out this
@@ -119,15 +124,18 @@ class Evidence:
 
     query: str
     query_vector: npt.NDArray[np.float32]
-    group_codes: npt.NDArray[np.int64]
+    base_codes: npt.NDArray[np.int64]
+    """The topic code of the first messages (on a large index, the index's own array)."""
+    extra_codes: npt.NDArray[np.int64]
+    """The topic codes of the messages after them (the unsplit ones; none on the exact route)."""
     group_names: list[str]
     """Topic ids by code (``UNSPLIT_GROUP`` for the unsplit messages)."""
     position: Mapping[str, int]
-    score: Floats
+    score: Values
     """The fused score (see the module docstring); higher is better, unbounded."""
-    relevance: Floats
+    relevance: Values
     """The fused score mapped onto [0, 1] (a logistic curve, see ``RELEVANCE_CENTRE``)."""
-    dense: Floats
+    dense: Values
     """Cosine similarity of each message to the query."""
     candidates: npt.NDArray[np.int64] | None = None
     """The positions scored, ascending (``None``: every one). On a large index only the
@@ -136,9 +144,16 @@ class Evidence:
     is known to be higher), so ranks and comparisons among candidates are those of the scores
     computed for them."""
 
+    @property
+    def group_codes(self) -> npt.NDArray[np.int64]:
+        """Every message's topic code, as one array (built on each call)."""
+        return np.concatenate([self.base_codes, self.extra_codes])
+
     def group_of(self, position: int) -> str:
         """The topic id of the message at ``position`` (``UNSPLIT_GROUP`` when unsplit)."""
-        return self.group_names[int(self.group_codes[position])]
+        base = len(self.base_codes)
+        code = self.base_codes[position] if position < base else self.extra_codes[position - base]
+        return self.group_names[int(code)]
 
     def relevance_of(self, message_id: str) -> float:
         """A message's relevance in [0, 1] (0 for a message not scored)."""
@@ -151,8 +166,7 @@ class Evidence:
         Counted on demand: a turn asks for a few ranks, and ranking the whole thread for them
         would cost a sort of every message.
         """
-        scores = self.score if self.candidates is None else self.score[self.candidates]
-        return int(np.count_nonzero(scores > self.score[position]))
+        return int(np.count_nonzero(self._scored() > self.score[position]))
 
     def rank_of(self, message_id: str) -> int:
         """A message's thread-wide rank (the number of messages when it was not scored)."""
@@ -162,23 +176,32 @@ class Evidence:
     def ranked(self, message_ids: Sequence[str]) -> list[str]:
         """The given ids that were scored, best first (ties in the given order)."""
         known = [i for i in message_ids if i in self.position]
-        return sorted(known, key=lambda i: -self.score[self.position[i]])
+        # One read of every score (a topic's ids are thousands at 100,000 messages).
+        places = np.fromiter((self.position[i] for i in known), np.int64, len(known))
+        order = np.argsort(-np.asarray(self.score[places]), kind="stable")
+        return [known[k] for k in order.tolist()]
 
     def top(self, count: int) -> list[int]:
         """Positions of the ``count`` best messages, best first."""
+        scored = self._scored()
         if self.candidates is not None:
             # Floor messages come after every candidate, in position order.
-            scored = self.score[self.candidates]
             order = self.candidates[np.argsort(-scored, kind="stable")]
             if count <= len(order):
                 return [int(p) for p in order[: max(count, 0)]]
             rest = np.setdiff1d(np.arange(len(self.score)), self.candidates)
             return [int(p) for p in np.concatenate([order, rest])[:count]]
-        count = min(count, len(self.score))
+        count = min(count, len(scored))
         if count <= 0:
             return []
-        head = np.argpartition(-self.score, count - 1)[:count]
-        return [int(p) for p in head[np.argsort(-self.score[head], kind="stable")]]
+        head = np.argpartition(-scored, count - 1)[:count]
+        return [int(p) for p in head[np.argsort(-scored[head], kind="stable")]]
+
+    def _scored(self) -> Floats:
+        """The scores computed: every message's, or on a large index the candidates'."""
+        if isinstance(self.score, CandidateValues):
+            return self.score.values
+        return self.score if self.candidates is None else self.score[self.candidates]
 
 
 class EvidenceScorer:
@@ -328,7 +351,8 @@ class EvidenceScorer:
         return Evidence(
             query=query,
             query_vector=query_vector,
-            group_codes=codes,
+            base_codes=codes,
+            extra_codes=np.zeros(0, dtype=np.int64),
             group_names=names,
             position=positions,
             score=fused,
@@ -388,21 +412,18 @@ class EvidenceScorer:
         dense = np.concatenate([large.dense, extra.dense])[kept]
         total = base_count + len(extra.dense)
         floor = float(fused.min()) if len(fused) else 0.0
-        score = np.full(total, floor)
-        score[at] = fused
-        relevance = np.full(total, _relevance(np.asarray([floor]))[0])
-        relevance[at] = _relevance(fused)
-        all_dense = np.full(total, large.dense_floor())
-        all_dense[at] = dense
         return Evidence(
             query=query,
             query_vector=large.query_vector,
-            group_codes=np.concatenate([snap.codes, extra.codes]),
+            base_codes=snap.codes,
+            extra_codes=extra.codes,
             group_names=names,
             position=positions,
-            score=score,
-            relevance=relevance,
-            dense=all_dense,
+            score=CandidateValues(at, fused, floor, total),
+            relevance=CandidateValues(
+                at, _relevance(fused), float(_relevance(np.asarray([floor]))[0]), total
+            ),
+            dense=CandidateValues(at, dense, large.dense_floor(), total),
             candidates=at,
         )
 
