@@ -184,6 +184,9 @@ def test_overhead_measures_both_graphs() -> None:
     assert "state ÷ floor" in table
     assert "where a topic-graph turn's CPU goes" in table and "outside the nodes" in table
     assert "outside ÷ the floor's turn" in table
+    # The breakdown's turns replayed from their recorded node outputs (none missing).
+    assert size["topic_graph"]["replay_cpu_ms"] > 0
+    assert "replayed updates ÷ the floor's turn" in table
 
 
 def test_node_times_count_each_call_on_its_own_thread() -> None:
@@ -262,3 +265,31 @@ def test_embedders_bench_ranks_with_the_evidence_score(tmp_path: Path) -> None:
     [row] = report["rows"]
     assert row["recall"]["100000"] == 1.0 and 0.3 < row["recall"]["500"] < 1.0
     assert row["texts_per_second"] > 0
+
+
+def test_node_outputs_play_back_what_each_call_returned() -> None:
+    from langgraph_topics.bench.replay import NodeOutputs
+
+    outputs = NodeOutputs()
+    calls: list[dict[str, object]] = []
+
+    def node(state: dict[str, object], *, runtime: object = None) -> dict[str, int]:
+        """A node."""
+        calls.append(state)
+        return {"n": len(calls)}
+
+    recorded = outputs.recorder().wrap("node", node)
+    played = outputs.player().wrap("node", node)
+    assert inspect.signature(played) == inspect.signature(node) and played.__doc__ == "A node."
+    window = {"window_task": {"topic_id": "topic-a"}}
+    assert [recorded({}), recorded({}), recorded(window)] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    outputs.turn = 1
+    assert recorded({}) == {"n": 4}
+    # Played back call by call (a node may run twice in a turn), a window by its topic.
+    outputs.turn = 0
+    assert [played(window), played({}), played({})] == [{"n": 3}, {"n": 1}, {"n": 2}]
+    outputs.turn = 1
+    assert played({}) == {"n": 4}
+    assert len(calls) == 4  # a played node never runs
+    with pytest.raises(KeyError, match="turn 1"):
+        played({})

@@ -33,11 +33,12 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph.message import add_messages
 
+from langgraph_topics.bench.replay import NodeOutputs, copy_checkpoints
 from langgraph_topics.bench.report import simple_table
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def _plain_graph(path: Path) -> Any:
 
 
 def _node_breakdown(
-    memory: TopicMemory, turn: Callable[[int], object], turns: int
+    memory: TopicMemory, turn: Callable[[int], object], turns: int, outputs: NodeOutputs
 ) -> tuple[dict[str, float], float]:
     """Each node's median thread CPU ms per turn, and the median turn's CPU beyond its nodes.
 
@@ -128,14 +129,18 @@ def _node_breakdown(
     does. Medians, turn by turn, as the headline figures are: a full garbage collection
     (90–150 ms in a process that imported chromadb, about one turn in 40) would otherwise
     land, averaged, on whichever part of a turn it interrupted. A node that did not run in a
-    turn counts 0 for it.
+    turn counts 0 for it. Every node's output is kept in ``outputs``, for the replay.
     """
+    from langgraph_topics.bench.replay import BothWrappers
     from langgraph_topics.graph.builder import build_graph
     from langgraph_topics.graph.node_times import NodeTimes
 
     times = NodeTimes()
     plain_graph = memory.graph
-    memory.graph = build_graph(memory.checkpointer, node_times=times)
+    # Recorded outside the timer: keeping an output is not the node's work.
+    memory.graph = build_graph(
+        memory.checkpointer, wrap_nodes=BothWrappers(outputs.recorder(), times)
+    )
     spent: list[dict[str, float]] = []
     outside: list[float] = []
     try:
@@ -154,6 +159,50 @@ def _node_breakdown(
         for name in sorted(names)
     }
     return per_node, round(1000 * statistics.median(outside), 2) if outside else 0.0
+
+
+def _replayed_turns(
+    memory: TopicMemory,
+    database: Path,
+    outputs: NodeOutputs,
+    inputs: Sequence[HumanMessage],
+    floors: Mapping[str, Callable[[int], object]],
+) -> dict[str, tuple[list[float], list[float]]]:
+    """The recorded turns again, every node returning its recorded output, with the floors.
+
+    ``database`` holds the checkpoints as they were before the recorded turns. Invoked as the
+    memory invokes its graph (its ``config``, context and durability), without the memory's
+    wrapper (locks, the check for a turn cut short, retention).
+    """
+    from langchain_core.runnables import RunnableConfig
+
+    from langgraph_topics.graph.builder import build_graph
+    from langgraph_topics.memory import DURABILITY
+    from langgraph_topics.services import TopicContext
+    from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
+
+    saver = open_sqlite_checkpointer(database)
+    graph = build_graph(saver, wrap_nodes=outputs.player())
+    config: RunnableConfig = {
+        "configurable": {"thread_id": "t"},
+        "recursion_limit": 100,
+        "max_concurrency": memory.settings.max_active,
+    }
+    context = TopicContext(services=memory.services)
+
+    def replayed(number: int) -> None:
+        outputs.turn = number
+        graph.invoke(
+            cast(Any, {"messages": [inputs[number]], "mode": "chat"}),
+            config,
+            context=context,
+            durability=DURABILITY,
+        )
+
+    try:
+        return _interleaved_turns({"replay": replayed, **floors}, len(inputs))
+    finally:
+        saver.conn.close()
 
 
 def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
@@ -203,8 +252,27 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
     shaped_seconds, shaped_cpu = timed["state floor"]
     topic_written = checkpoint_bytes(database) - written
     floor_written = checkpoint_bytes(floor_path) - floor_before
-    node_ms, outside_ms = _node_breakdown(
-        memory, lambda n: memory.chat("t", message_text(2 * 10**7 + n)), turns
+    # The breakdown's turns are recorded and replayed from the checkpoints as they were before
+    # them (the same inputs, ids included, so that the state evolves as recorded).
+    replay_database = work / "replay.sqlite"
+    copy_checkpoints(database, replay_database)
+    outputs = NodeOutputs()
+    inputs = [HumanMessage(message_text(2 * 10**7 + n), id=f"replayed-{n}") for n in range(turns)]
+
+    def recorded(number: int) -> None:
+        outputs.turn = number
+        memory.run_turn("t", {"messages": [inputs[number]], "mode": "chat"})
+
+    node_ms, outside_ms = _node_breakdown(memory, recorded, turns, outputs)
+    replayed = _replayed_turns(
+        memory,
+        replay_database,
+        outputs,
+        inputs,
+        {
+            "floor": lambda n: floor.turn(message_text(3 * 10**7 + n)),
+            "state floor": lambda n: shaped.turn(message_text(3 * 10**7 + n)),
+        },
     )
     memory.close()
     size = directory_bytes(work / "topics")
@@ -252,6 +320,8 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
             "bytes_per_message": size // history,
             "node_cpu_ms": node_ms,
             "outside_nodes_cpu_ms": outside_ms,
+            "replay_cpu_ms": round(1000 * statistics.median(replayed["replay"][1]), 1),
+            "replay_floor_cpu_ms": round(1000 * statistics.median(replayed["floor"][1]), 1),
             "open_seconds": round(opened_seconds, 3),
             "cold_start_seconds": round(cold_seconds, 3),
         },
@@ -409,6 +479,21 @@ def node_table(sizes: Sequence[dict[str, Any]]) -> str:
                 / max(size["floor_graph"]["cpu_ms"], 1e-9),
                 2,
             )
+            for size in measured
+        ]
+    )
+    # The same with the nodes' recorded outputs replayed: LangGraph's charge for the real state
+    # and updates, without the nodes' work or the memory's wrapper (``bench/replay.py``).
+    rows.append(
+        ["replayed updates ÷ the floor's turn"]
+        + [
+            round(
+                size["topic_graph"]["replay_cpu_ms"]
+                / max(size["topic_graph"]["replay_floor_cpu_ms"], 1e-9),
+                2,
+            )
+            if "replay_cpu_ms" in size["topic_graph"]
+            else "-"
             for size in measured
         ]
     )

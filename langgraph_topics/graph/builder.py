@@ -9,7 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from langgraph_topics.graph import routing
-from langgraph_topics.graph.node_times import NodeTimes
+from langgraph_topics.graph.node_times import NodeWrapper
 from langgraph_topics.graph.routed import routed, state_only
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.assemble import assemble
@@ -29,7 +29,7 @@ def build_graph(
     *,
     full_input: bool = False,
     name: str = "topic_memory",
-    node_times: NodeTimes | None = None,
+    wrap_nodes: NodeWrapper | None = None,
 ) -> CompiledStateGraph[TopicState, TopicContext, InputState, TopicState]:
     """Build and compile the topic-memory graph.
 
@@ -39,8 +39,8 @@ def build_graph(
         full_input: Accept the whole state as input (used to replay a state without
             persisting it, for context queries); the default input is ``messages`` and ``mode``.
         name: The graph's name, as Studio and parent graphs show it.
-        node_times: Adds up each node's CPU time (``bench overhead``); ``None`` runs the nodes
-            as they are.
+        wrap_nodes: Wraps every node (``bench overhead`` adds up their CPU time, records their
+            outputs or plays them back); ``None`` runs the nodes as they are.
 
     Returns:
         The compiled graph. Pass ``context=TopicContext(services=...)`` when invoking to choose
@@ -48,7 +48,7 @@ def build_graph(
     """
 
     def node(name: str, function: Any) -> Any:
-        return function if node_times is None else node_times.wrap(name, function)
+        return function if wrap_nodes is None else wrap_nodes.wrap(name, function)
 
     builder = StateGraph(
         TopicState,

@@ -3,8 +3,8 @@
 A node's time is its own thread's CPU time (the topic windows run in parallel, each on a
 worker thread), summed over the calls; what a turn costs beyond its nodes is LangGraph's own
 work (tasks, channels, the checkpoint) and the memory's (locks, the turn's input). The graph is
-built with the nodes wrapped (``build_graph(node_times=...)``); the graph a memory runs by
-default is not.
+built with the nodes wrapped (``build_graph(wrap_nodes=...)``, any :class:`NodeWrapper`); the
+graph a memory runs by default is not.
 """
 
 from __future__ import annotations
@@ -13,9 +13,17 @@ import functools
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 Node = TypeVar("Node", bound=Callable[..., Any])
+
+
+class NodeWrapper(Protocol):
+    """Something that wraps each node of a graph as it is built (a timer, a recorder)."""
+
+    def wrap(self, name: str, node: Node) -> Node:
+        """``node``, wrapped; its signature kept (LangGraph reads it)."""
+        ...
 
 
 class NodeTimes:
