@@ -13,7 +13,10 @@ its peak RSS is its own. Beside the topic graph, in the same process:
 - a plain LangGraph chat graph (``messages`` with ``add_messages``, the same SQLite
   checkpointer) holding the whole history, what a memory-less app pays.
 
-Then the memory is closed and opened again, and the first context query timed (cold start).
+After the timed turns, as many again with every node's thread CPU added up (where a turn's
+CPU goes), and those turns replayed from their recorded node outputs (``bench/replay.py``:
+LangGraph's charge for the real state and updates alone). Then the memory is closed and opened
+again, and the first context query timed (cold start).
 
 The topic graph and the two floors take turns (turn *n* of each before turn *n + 1* of any),
 so that a ratio compares graphs that met the same machine. Each turn is timed twice: wall
