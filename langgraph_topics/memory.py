@@ -251,7 +251,11 @@ class TopicMemory:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _config(self, thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    def run_config(self, thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+        """The config the memory invokes its graph with (for ``memory.graph`` called directly).
+
+        ``checkpoint_id``: from that earlier checkpoint instead of the newest (a fork).
+        """
         # Every active topic window of a turn runs at once (LangGraph's default pool has only
         # a few workers on a small machine, and model calls mostly wait on the network).
         configurable: dict[str, Any] = {"thread_id": thread_id}
@@ -320,7 +324,7 @@ class TopicMemory:
                 dict[str, Any],
                 self.graph.invoke(
                     cast(Any, dict(payload)),
-                    self._config(thread_id, checkpoint_id),
+                    self.run_config(thread_id, checkpoint_id),
                     context=TopicContext(services=services or self.services),
                     durability=DURABILITY,
                 ),
@@ -356,7 +360,7 @@ class TopicMemory:
     def _finish_interrupted(self, thread_id: str) -> dict[str, Any] | None:
         if not self.interrupted(thread_id):
             return None
-        config = self._config(thread_id)
+        config = self.run_config(thread_id)
         if self.review_graph.get_state(config).next:
             # A review whose step failed: its remaining steps are the review graph's (the
             # topic graph would find nothing to run and leave them pending forever).
@@ -375,7 +379,7 @@ class TopicMemory:
             dict[str, Any],
             self.graph.invoke(
                 None,
-                self._config(thread_id),
+                self.run_config(thread_id),
                 context=TopicContext(services=self.services),
                 durability=DURABILITY,
             ),
@@ -473,7 +477,7 @@ class TopicMemory:
             dict[str, Any],
             self._replay_graph.invoke(
                 cast(Any, values),
-                self._config(thread_id),
+                self.run_config(thread_id),
                 context=TopicContext(services=self.services.dry_run()),
             ),
         )
@@ -489,7 +493,7 @@ class TopicMemory:
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         """The thread's checkpointed state values (of its newest checkpoint by default)."""
-        config = self._config(check_thread_id(thread_id), checkpoint_id)
+        config = self.run_config(check_thread_id(thread_id), checkpoint_id)
         return dict(self.graph.get_state(config).values)
 
     def topics(self, thread_id: str) -> list[TopicSummary]:
@@ -578,7 +582,7 @@ class TopicMemory:
             )
             # As the end of a turn would: the next turn starts from it, nothing is pending.
             self.graph.update_state(
-                self._config(thread_id), {"topics": topics}, as_node="bookkeeping"
+                self.run_config(thread_id), {"topics": topics}, as_node="bookkeeping"
             )
             prune_checkpoints(self.checkpointer, thread_id, self.keep_checkpoints)
             return self._memory_score(topics[topic_id])
@@ -818,7 +822,7 @@ class TopicMemory:
                 dict[str, Any],
                 self.review_graph.invoke(
                     payload,
-                    self._config(thread_id),
+                    self.run_config(thread_id),
                     context=ReviewContext(services=self.services, archive_guard=archive_guard),
                     durability=DURABILITY,
                 ),
@@ -829,7 +833,7 @@ class TopicMemory:
     def exists(self, thread_id: str) -> bool:
         """Whether the thread has a checkpoint or stored topics (looking creates nothing)."""
         thread_id = check_thread_id(thread_id)
-        if self.checkpointer.get_tuple(self._config(thread_id)) is not None:
+        if self.checkpointer.get_tuple(self.run_config(thread_id)) is not None:
             return True
         if self._profile is not None:  # topics a crash left before the first checkpoint
             return self._shared_head(thread_id) > 0
@@ -903,7 +907,7 @@ class TopicMemory:
     def _lost_ids(self, thread_id: str, checkpoint_id: str | None, held: set[str]) -> list[str]:
         """Ids that earlier checkpoints of the branch held and that are held nowhere now."""
         lost: dict[str, None] = {}
-        config: RunnableConfig | None = self._config(thread_id, checkpoint_id)
+        config: RunnableConfig | None = self.run_config(thread_id, checkpoint_id)
         while config is not None:
             snapshot = self.graph.get_state(config)
             if not snapshot.values:  # older checkpoints were pruned

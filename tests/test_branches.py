@@ -20,7 +20,7 @@ from langgraph_topics.stores.topic_store import JsonlTopicStore
 
 
 def _head(memory: TopicMemory, thread: str) -> str:
-    config = memory.graph.get_state(memory._config(thread)).config
+    config = memory.graph.get_state(memory.run_config(thread)).config
     return str(config["configurable"]["checkpoint_id"])
 
 
@@ -244,7 +244,7 @@ def test_a_checkpoint_whose_topics_are_in_another_data_dir_degrades_instead_of_c
     elsewhere = make_memory(budget=500)  # the README's pitfall: a run without its own context
     result = memory.graph.invoke(
         {"messages": [HumanMessage("Which ryokan near Fushimi Inari?")]},
-        memory._config("t"),
+        memory.run_config("t"),
         context=TopicContext(services=elsewhere.services),
     )
     assert result["messages"][-1].type == "ai"
@@ -260,7 +260,7 @@ def test_a_dormant_topic_whose_file_is_gone_is_not_activated_and_the_turn_goes_o
     assert topics
     # Every topic dormant, so that a recall cue searches them all; then one file goes away.
     dormant = {i: {**record, "status": "dormant"} for i, record in topics.items()}
-    memory.graph.update_state(memory._config("t"), {"topics": dormant}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config("t"), {"topics": dormant}, as_node="bookkeeping")
     stores = memory.services.stores("t")
     gone = next(iter(dormant))
     for path in stores.topic_store.root.glob(f"topics/{gone}.*"):  # type: ignore[attr-defined]

@@ -155,7 +155,7 @@ def test_a_topic_woken_by_a_recall_cue_is_still_active_when_the_turn_ends(
     index = memory.services.stores("t").topic_index
     for topic_id in topics:
         index.set_status(topic_id, "dormant")
-    memory.graph.update_state(memory._config("t"), {"topics": topics}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config("t"), {"topics": topics}, as_node="bookkeeping")
 
     memory.chat("t", "You forgot, I told you before about the sourdough starter and acetone")
 
@@ -195,7 +195,7 @@ def test_a_core_topic_is_not_put_to_sleep_by_rank_in_a_turn(
     assert len(topics) >= 4
     core = sorted(topics)[-1]  # not the first: no help from the order of a tie
     topics[core] = {**topics[core], "usage": {"pinned": True, "rating": 5, "recalled": 3}}
-    memory.graph.update_state(memory._config("t"), {"topics": topics}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config("t"), {"topics": topics}, as_node="bookkeeping")
     asleep: set[str] = set()
     for turn in range(SETTINGS.dormancy_rounds + 2):
         memory.chat("t", f"Let us talk about something else entirely, number {turn}")

@@ -178,7 +178,7 @@ def put_to_sleep(memory: TopicMemory, thread: str, name: str) -> None:
     topic_id = next(i for i, record in topics.items() if record["name"] == name)
     topics[topic_id] = {**topics[topic_id], "status": "dormant"}
     memory.services.stores(thread).topic_index.set_status(topic_id, "dormant")
-    memory.graph.update_state(memory._config(thread), {"topics": topics}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config(thread), {"topics": topics}, as_node="bookkeeping")
 
 
 def test_a_whole_conversation_through_the_llm_back_ends(

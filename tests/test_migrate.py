@@ -83,7 +83,7 @@ def memories(
 
 
 def _history(memory: TopicMemory, thread_id: str) -> list[tuple[Any, ...]]:
-    config = memory._config(thread_id)
+    config = memory.run_config(thread_id)
     return [
         (
             snapshot.config["configurable"]["checkpoint_id"],
@@ -225,7 +225,7 @@ def test_a_turn_cut_short_is_migrated_and_finished_on_the_target(
         with pytest.raises(RuntimeError, match="tokenizer down"):
             memory.chat("t", "And the Kyoto trip? BOOM")
         assert memory.interrupted("t")
-        pending = memory.checkpointer.get_tuple(memory._config("t")).pending_writes
+        pending = memory.checkpointer.get_tuple(memory.run_config("t")).pending_writes
     target = _target(postgres_uri, tmp_path)
     report = migrate_data_dir(data_dir, target, budget_tokens=600, embedder=embedder)
     assert report.threads[0].verification is not None
@@ -233,7 +233,7 @@ def test_a_turn_cut_short_is_migrated_and_finished_on_the_target(
     source, migrated = open_memories(data_dir, target, budget_tokens=600, embedder=embedder)
     with source, migrated:
         assert migrated.interrupted("t")
-        assert migrated.checkpointer.get_tuple(migrated._config("t")).pending_writes == pending
+        assert migrated.checkpointer.get_tuple(migrated.run_config("t")).pending_writes == pending
         assert _history(migrated, "t") == _history(source, "t")
         migrated.resume("t")  # the saved question is answered on the target
         assert not migrated.interrupted("t")

@@ -142,7 +142,7 @@ def test_the_criteria_archive_only_topics_dormant_past_the_threshold(
     # The branch before the review still sees both Kyoto topics, and holds invariant 1.
     old = before["topics"]
     assert blocks["kyotoB"] in old and old[blocks["kyotoA"]]["status"] == "active"
-    history = list(memory.graph.get_state_history(memory._config(THREAD)))
+    history = list(memory.graph.get_state_history(memory.run_config(THREAD)))
     earlier = next(s for s in history if s.values.get("topics") == old)
     checkpoint_id = earlier.config["configurable"]["checkpoint_id"]
     assert memory.check(THREAD, checkpoint_id=checkpoint_id).ok

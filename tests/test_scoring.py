@@ -139,7 +139,7 @@ def _imported(
 
 
 def _checkpoints(memory: TopicMemory) -> int:
-    return len(list(memory.checkpointer.list(memory._config("t"))))
+    return len(list(memory.checkpointer.list(memory.run_config("t"))))
 
 
 def test_pin_unpin_and_rate_change_the_score_and_show_in_topics(
@@ -214,7 +214,7 @@ def test_a_recall_turn_counts_the_search_and_the_recall(
     index = memory.services.stores("t").topic_index
     for topic_id in topics:
         index.set_status(topic_id, "dormant")
-    memory.graph.update_state(memory._config("t"), {"topics": topics}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config("t"), {"topics": topics}, as_node="bookkeeping")
 
     # The stock-market subject is split by now (the later subjects may still be unsplit).
     memory.chat("t", "You forgot? I told you before about 财务指标 like 市盈率 and 市净率")
@@ -248,7 +248,7 @@ def test_archive_tier_topics_wait_for_a_recall_cue(
     for topic_id in records:
         index.set_status(topic_id, "dormant")
     dormant = {i: {**r, "status": "dormant"} for i, r in records.items()}
-    memory.graph.update_state(memory._config("t"), {"topics": dormant}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config("t"), {"topics": dormant}, as_node="bookkeeping")
     now = memory.services.clock()
     scored = score_topics(dormant, now)  # type: ignore[arg-type]
     archive = {topic_id for topic_id, score in scored.items() if score.tier == "archive"}

@@ -135,7 +135,7 @@ def test_windows_read_the_subtopics_and_a_hit_on_the_parent_wakes_them(
         if other["status"] == "active":
             topics[topic_id] = {**other, "status": "dormant"}
             index.set_status(topic_id, "dormant")
-    memory.graph.update_state(memory._config(thread), {"topics": topics}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config(thread), {"topics": topics}, as_node="bookkeeping")
     memory.chat(thread, "You forgot what we said about the Kyoto ryokan with the onsen bath?")
     after = memory.state(thread)["topics"]
     assert after[parent_id]["status"] == "split"
@@ -280,7 +280,7 @@ def test_a_registry_that_missed_a_division_follows_the_store(memory: TopicMemory
         topics.pop(child)
     topics[parent_id] = {**record, "status": "active"}
     topics[parent_id].pop("children")
-    memory.graph.update_state(memory._config(thread), {"topics": topics}, as_node="bookkeeping")
+    memory.graph.update_state(memory.run_config(thread), {"topics": topics}, as_node="bookkeeping")
     memory.chat(thread, "Which ryokan near Gion had the onsen?")
     after = memory.state(thread)["topics"]
     assert after[parent_id]["status"] == "split"

@@ -35,7 +35,7 @@ def _same(left: npt.ArrayLike, right: npt.ArrayLike) -> bool:
 
 
 def _assert_same_evidence(kept: Evidence, fresh: Evidence) -> None:
-    for field in ("query_vector", "group_codes", "score", "relevance", "dense"):
+    for field in ("query_vector", "base_codes", "extra_codes", "score", "relevance", "dense"):
         assert _same(getattr(kept, field), getattr(fresh, field)), field
     assert (kept.candidates is None) == (fresh.candidates is None)
     if kept.candidates is not None and fresh.candidates is not None:

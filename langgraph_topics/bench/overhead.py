@@ -169,16 +169,15 @@ def _replayed_turns(
     database: Path,
     outputs: NodeOutputs,
     inputs: Sequence[HumanMessage],
-    floors: Mapping[str, Callable[[int], object]],
+    floor: Callable[[int], object],
 ) -> dict[str, tuple[list[float], list[float]]]:
-    """The recorded turns again, every node returning its recorded output, with the floors.
+    """The recorded turns again, every node returning its recorded output, beside the floor's.
 
-    ``database`` holds the checkpoints as they were before the recorded turns. Invoked as the
-    memory invokes its graph (its ``config``, context and durability), without the memory's
-    wrapper (locks, the check for a turn cut short, retention).
+    The floor's turns are the ratio's denominator, measured beside them. ``database`` holds
+    the checkpoints as they were before the recorded turns. Invoked as the memory invokes its
+    graph (its ``config``, context and durability), without the memory's wrapper (locks, the
+    check for a turn cut short, retention).
     """
-    from langchain_core.runnables import RunnableConfig
-
     from langgraph_topics.graph.builder import build_graph
     from langgraph_topics.memory import DURABILITY
     from langgraph_topics.services import TopicContext
@@ -186,11 +185,7 @@ def _replayed_turns(
 
     saver = open_sqlite_checkpointer(database)
     graph = build_graph(saver, wrap_nodes=outputs.player())
-    config: RunnableConfig = {
-        "configurable": {"thread_id": "t"},
-        "recursion_limit": 100,
-        "max_concurrency": memory.settings.max_active,
-    }
+    config = memory.run_config("t")
     context = TopicContext(services=memory.services)
 
     def replayed(number: int) -> None:
@@ -203,7 +198,7 @@ def _replayed_turns(
         )
 
     try:
-        return _interleaved_turns({"replay": replayed, **floors}, len(inputs))
+        return _interleaved_turns({"replay": replayed, "floor": floor}, len(inputs))
     finally:
         saver.conn.close()
 
@@ -272,10 +267,7 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
         replay_database,
         outputs,
         inputs,
-        {
-            "floor": lambda n: floor.turn(message_text(3 * 10**7 + n)),
-            "state floor": lambda n: shaped.turn(message_text(3 * 10**7 + n)),
-        },
+        lambda n: floor.turn(message_text(3 * 10**7 + n)),
     )
     memory.close()
     size = directory_bytes(work / "topics")
@@ -495,8 +487,6 @@ def node_table(sizes: Sequence[dict[str, Any]]) -> str:
                 / max(size["topic_graph"]["replay_floor_cpu_ms"], 1e-9),
                 2,
             )
-            if "replay_cpu_ms" in size["topic_graph"]
-            else "-"
             for size in measured
         ]
     )

@@ -16,6 +16,7 @@ import functools
 import sqlite3
 import threading
 from collections.abc import Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,11 @@ class NodeOutputs:
 
     def recorder(self) -> NodeWrapper:
         """Wraps nodes so that each call's output is kept under its turn, node and topic."""
-        return _Recording(self)
+        return _Calls(self, play=False)
 
     def player(self) -> NodeWrapper:
         """Wraps nodes so that each call returns the output kept for it (the node never runs)."""
-        return _Playing(self)
+        return _Calls(self, play=True)
 
     def keep(self, name: str, state: Any, output: Any) -> None:
         """Keep ``output`` as what node ``name`` returned for ``state`` this turn."""
@@ -70,30 +71,25 @@ class NodeOutputs:
         return (self.turn, name, topic, call)
 
 
-class _Recording:
-    def __init__(self, outputs: NodeOutputs) -> None:
+class _Calls:
+    """Each call of a wrapped node recorded into ``outputs``, or played back from them."""
+
+    def __init__(self, outputs: NodeOutputs, *, play: bool) -> None:
         self._outputs = outputs
+        self._play = play
 
     def wrap(self, name: str, node: Node) -> Node:
+        outputs, play = self._outputs, self._play
+
         @functools.wraps(node)
-        def recorded(state: Any, *args: Any, **kwargs: Any) -> Any:
+        def call(state: Any, *args: Any, **kwargs: Any) -> Any:
+            if play:
+                return outputs.kept(name, state)
             output = node(state, *args, **kwargs)
-            self._outputs.keep(name, state, output)
+            outputs.keep(name, state, output)
             return output
 
-        return recorded  # type: ignore[return-value]
-
-
-class _Playing:
-    def __init__(self, outputs: NodeOutputs) -> None:
-        self._outputs = outputs
-
-    def wrap(self, name: str, node: Node) -> Node:
-        @functools.wraps(node)
-        def played(state: Any, *args: Any, **kwargs: Any) -> Any:
-            return self._outputs.kept(name, state)
-
-        return played  # type: ignore[return-value]
+        return call  # type: ignore[return-value]
 
 
 class BothWrappers:
@@ -109,8 +105,5 @@ class BothWrappers:
 
 def copy_checkpoints(source: Path, target: Path) -> None:
     """A consistent copy of a SQLite checkpoint database, taken while it is open elsewhere."""
-    with sqlite3.connect(source) as reading, sqlite3.connect(target) as writing:
+    with closing(sqlite3.connect(source)) as reading, closing(sqlite3.connect(target)) as writing:
         reading.backup(writing)
-    # ``with`` on a connection ends its transaction only; the files must be closed too.
-    reading.close()
-    writing.close()

@@ -264,7 +264,7 @@ def _candidates(
         else []
     )
     for place, (message, position) in enumerate(zip(unsplit, found, strict=True)):
-        if evidence is not None and position is not None:
+        if position is not None:
             value = next(values)
         else:
             value = UNSPLIT_FALLBACK_VALUE * (place + 1) / len(unsplit)

@@ -6,9 +6,8 @@ other message holds one floor value. Filling three thread-long arrays per query 
 real turns; a :class:`CandidateValues` keeps the candidates' positions and values and answers
 a read with a binary search among them.
 
-It is read as the array it stands for: by a position (a float), by positions (an array of
-them) or by a slice; ``np.asarray`` builds the whole array, bit for bit the one the search used
-to fill.
+It is read as the array it stands for, by a position (a float) or by positions (an array of
+them); ``np.asarray`` builds the whole array, bit for bit the one the search used to fill.
 """
 
 from __future__ import annotations
@@ -38,27 +37,15 @@ class CandidateValues:
     def __len__(self) -> int:
         return self._total
 
-    @property
-    def shape(self) -> tuple[int]:
-        """The shape of the array these values stand for."""
-        return (self._total,)
-
-    @property
-    def dtype(self) -> np.dtype[np.float64]:
-        """float64, as the array's."""
-        return np.dtype(np.float64)
-
     @overload
     def __getitem__(self, key: int | np.integer[Any]) -> float: ...
 
     @overload
-    def __getitem__(self, key: slice | Positions | list[int]) -> Floats: ...
+    def __getitem__(self, key: Positions | list[int]) -> Floats: ...
 
-    def __getitem__(self, key: int | np.integer[Any] | slice | Positions | list[int]) -> Any:
+    def __getitem__(self, key: int | np.integer[Any] | Positions | list[int]) -> Any:
         if isinstance(key, int | np.integer):
             return self._one(int(key))
-        if isinstance(key, slice):
-            return self._many(np.arange(self._total, dtype=np.int64)[key])
         rows = np.asarray(key)
         if rows.dtype == np.bool_:
             raise TypeError("candidate values are read by position, not by mask")

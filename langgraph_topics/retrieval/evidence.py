@@ -144,11 +144,6 @@ class Evidence:
     is known to be higher), so ranks and comparisons among candidates are those of the scores
     computed for them."""
 
-    @property
-    def group_codes(self) -> npt.NDArray[np.int64]:
-        """Every message's topic code, as one array (built on each call)."""
-        return np.concatenate([self.base_codes, self.extra_codes])
-
     def group_of(self, position: int) -> str:
         """The topic id of the message at ``position`` (``UNSPLIT_GROUP`` when unsplit)."""
         base = len(self.base_codes)
