@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import shutil
 from pathlib import Path
 
@@ -212,6 +213,30 @@ def test_a_large_index_reopened_keeps_its_vectors_as_stored(
     index.add([{**m, "id": f"more{i}"} for i, m in enumerate(more)], ["more"] * 30)
     assert len(index.vectors()) == LARGE_INDEX + 1_030
     assert index.snapshot().projection is not None
+
+
+def test_a_large_index_maps_its_stored_rows_and_cuts_a_torn_one_first(
+    saved_large_index: Path, tmp_path: Path
+) -> None:
+    expected = _search(_copy(saved_large_index, tmp_path / "intact"))
+    root = _copy(saved_large_index, tmp_path / "torn")
+    stored = np.fromfile(root / "vectors.f16", np.float16).reshape(-1, 512)
+    with (root / "vectors.f16").open("ab") as handle:  # a crash in the middle of an append
+        handle.write(b"\x01" * 700)
+    index = MessageIndex(root, HashEmbedder(512))
+    vectors = index.vectors()
+    assert (root / "vectors.f16").stat().st_size == stored.nbytes
+    assert np.array_equal(vectors, stored)
+    assert not vectors.flags.writeable
+    base = vectors.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)  # the file's pages, not a copy of them
+    index.add(
+        [{**m, "id": f"more{i}"} for i, m in enumerate(synthetic_messages(3, seed=5))], ["x"] * 3
+    )
+    assert np.array_equal(index.vectors()[: len(stored)], stored)
+    assert _search(root) == expected
 
 
 def _evidence_bytes(index: MessageIndex) -> list[bytes]:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import mmap
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -397,14 +399,15 @@ class MessageIndex:
             return
         assert self._entries_file is not None
         entries = self._entries_file.read()
-        raw = _read_bytes(self.root / VECTORS_FILE)
+        vectors_path = self.root / VECTORS_FILE
+        stored = _file_size(vectors_path)
         row_bytes = dim * _BYTES_PER_VALUE
-        rows = min(len(entries), len(raw) // row_bytes)
-        if rows < len(entries) or rows * row_bytes < len(raw):
+        rows = min(len(entries), stored // row_bytes) if row_bytes else 0
+        if rows < len(entries) or rows * row_bytes < stored:
             log.warning("%s: cut to %d complete rows (crash during a write?)", self.root, rows)
-            truncate_durably(self.root / VECTORS_FILE, rows * row_bytes)
+            truncate_durably(vectors_path, rows * row_bytes)
             self._entries_file.rewrite(entries.cut(rows))
-        matrix = np.frombuffer(raw, dtype=np.float16, count=rows * dim).reshape(rows, dim)
+        matrix = _mapped_rows(vectors_path, rows, dim)
         # A small index is converted at once, as every search multiplies the query with all
         # its rows. A large one stays float16 until :meth:`widen` has converted it (a third
         # of the cold start at 100,000 rows if done here); meanwhile its searches convert the
@@ -619,3 +622,31 @@ def _read_bytes(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         return b""
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _mapped_rows(path: Path, rows: int, dim: int) -> npt.NDArray[np.float16]:
+    """The first ``rows`` float16 rows of ``path``, mapped read-only rather than read.
+
+    Reading 100,000 rows copied 100 MB into fresh memory: 0.05 s, or 0.3 s when the kernel
+    had to find and clear the pages first, a third of a cold start's 1 s. A map shares the
+    pages the file already has in the cache and touches only the rows a search reads (the
+    background conversion to float32 reads the rest). The rows mapped are complete ones that
+    the entries count; opening cuts only rows past those, so no other opening of the index
+    shrinks what is mapped. Windows cannot remove a mapped file (an index built again removes
+    its files), so there the rows are read.
+    """
+    if rows == 0:
+        return np.zeros((0, dim), np.float16)
+    if os.name == "nt":
+        raw = path.read_bytes()
+        return np.frombuffer(raw, dtype=np.float16, count=rows * dim).reshape(rows, dim)
+    with path.open("rb") as file:
+        mapped = mmap.mmap(file.fileno(), rows * dim * _BYTES_PER_VALUE, access=mmap.ACCESS_READ)
+    return np.frombuffer(mapped, dtype=np.float16, count=rows * dim).reshape(rows, dim)
