@@ -184,6 +184,12 @@ def test_overhead_measures_both_graphs() -> None:
     assert "state ÷ floor" in table
     assert "where a topic-graph turn's CPU goes" in table and "outside the nodes" in table
     assert "outside ÷ the floor's turn" in table
+    # Every turn scores the thread for its question, inside the assembler's own time.
+    search = size["topic_graph"]["evidence_search_cpu_ms"]
+    assert 0 < search <= nodes["assemble"], (search, nodes)
+    assert "of which the evidence search" in table
+    # Reopened in a process of its own.
+    assert size["topic_graph"]["cold_start_seconds"] > size["topic_graph"]["open_seconds"] > 0
     # The breakdown's turns replayed from their recorded node outputs (none missing).
     assert size["topic_graph"]["replay_cpu_ms"] > 0
     assert "replayed updates ÷ the floor's turn" in table

@@ -57,6 +57,9 @@ class ChatState(TypedDict):
 
 
 ACTIVE_TOPICS = 10
+SEARCH = "evidence search"
+"""The breakdown's row for the scorer's calls: every message of the thread scored for the
+question (the recall's evidence), inside the nodes that ask for it (the assembler here)."""
 BUDGET = 8000
 EMBEDDING_DIMENSIONS = 512
 """The default embedder's size, so the index on disk and its search weigh what they would."""
@@ -126,9 +129,10 @@ def _plain_graph(path: Path) -> Any:
 
 def _node_breakdown(
     memory: TopicMemory, turn: Callable[[int], object], turns: int, outputs: NodeOutputs
-) -> tuple[dict[str, float], float]:
-    """Each node's median thread CPU ms per turn, and the median turn's CPU beyond its nodes.
+) -> tuple[dict[str, float], float, float]:
+    """Median thread CPU ms per turn: each node's, the turn's beyond its nodes, the search's.
 
+    The evidence search is the scorer's own thread CPU, inside the nodes' that call it.
     Measured on turns of their own, after the timed ones, with the memory's graph rebuilt
     with its nodes wrapped (``graph/node_times.py``): the timed turns run the graph as a user
     does. Medians, turn by turn, as the headline figures are: a full garbage collection
@@ -146,24 +150,35 @@ def _node_breakdown(
     memory.graph = build_graph(
         memory.checkpointer, wrap_nodes=BothWrappers(outputs.recorder(), times)
     )
+    # The scorer's calls, timed on their own (the recall's per-turn search of the thread).
+    scorer = memory.services.scorer
+    search_times = NodeTimes()
+    setattr(scorer, "score", search_times.wrap(SEARCH, scorer.score))  # noqa: B010
     spent: list[dict[str, float]] = []
     outside: list[float] = []
+    searched: list[float] = []
     try:
         for number in range(turns):
             before, used = times.totals(), time.process_time()
+            search_before = search_times.totals().get(SEARCH, 0.0)
             turn(number)
             cpu = time.process_time() - used
             nodes = {name: s - before.get(name, 0.0) for name, s in times.totals().items()}
             spent.append(nodes)
             outside.append(cpu - sum(nodes.values()))
+            searched.append(search_times.totals().get(SEARCH, 0.0) - search_before)
     finally:
         memory.graph = plain_graph
+        delattr(scorer, "score")
     names = {name for nodes in spent for name in nodes}
     per_node = {
         name: round(1000 * statistics.median(nodes.get(name, 0.0) for nodes in spent), 2)
         for name in sorted(names)
     }
-    return per_node, round(1000 * statistics.median(outside), 2) if outside else 0.0
+    if not outside:
+        return per_node, 0.0, 0.0
+    median_ms = [round(1000 * statistics.median(v), 2) for v in (outside, searched)]
+    return per_node, median_ms[0], median_ms[1]
 
 
 def _replayed_turns(
@@ -294,7 +309,7 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
         outputs.turn = number
         memory.run_turn("t", {"messages": [inputs[number]], "mode": "chat"})
 
-    node_ms, outside_ms = _node_breakdown(memory, recorded, turns, outputs)
+    node_ms, outside_ms, search_ms = _node_breakdown(memory, recorded, turns, outputs)
     replayed = _replayed_turns(
         memory,
         replay_database,
@@ -340,6 +355,7 @@ def measure_size(history: int, topics: int, turns: int) -> dict[str, Any]:
             "bytes_per_message": size // history,
             "node_cpu_ms": node_ms,
             "outside_nodes_cpu_ms": outside_ms,
+            "evidence_search_cpu_ms": search_ms,
             "replay_cpu_ms": round(1000 * statistics.median(replayed["replay"][1]), 1),
             "replay_floor_cpu_ms": round(1000 * statistics.median(replayed["floor"][1]), 1),
             "open_seconds": round(opened_seconds, 3),
@@ -488,6 +504,10 @@ def node_table(sizes: Sequence[dict[str, Any]]) -> str:
         [name] + [size["topic_graph"]["node_cpu_ms"].get(name, 0.0) for size in measured]
         for name in names
     ]
+    rows.append(
+        [f"  of which the {SEARCH}"]
+        + [size["topic_graph"].get("evidence_search_cpu_ms", 0.0) for size in measured]
+    )
     rows.append(
         ["outside the nodes"] + [size["topic_graph"]["outside_nodes_cpu_ms"] for size in measured]
     )
