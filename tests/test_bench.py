@@ -187,7 +187,7 @@ def test_overhead_measures_both_graphs() -> None:
     # Every turn scores the thread for its question, inside the assembler's own time.
     search = size["topic_graph"]["evidence_search_cpu_ms"]
     assert 0 < search <= nodes["assemble"], (search, nodes)
-    assert "of which the evidence search" in table
+    assert "evidence search, inside the nodes" in table
     # Reopened in a process of its own.
     assert size["topic_graph"]["cold_start_seconds"] > size["topic_graph"]["open_seconds"] > 0
     # The breakdown's turns replayed from their recorded node outputs (none missing).

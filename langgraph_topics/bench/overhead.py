@@ -505,7 +505,7 @@ def node_table(sizes: Sequence[dict[str, Any]]) -> str:
         for name in names
     ]
     rows.append(
-        [f"  of which the {SEARCH}"]
+        [f"{SEARCH}, inside the nodes"]
         + [size["topic_graph"].get("evidence_search_cpu_ms", 0.0) for size in measured]
     )
     rows.append(
