@@ -231,7 +231,8 @@ def test_a_large_index_maps_its_stored_rows_and_cuts_a_torn_one_first(
     base = vectors.base
     while isinstance(base, np.ndarray):
         base = base.base
-    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)  # the file's pages, not a copy of them
+    # The file's pages, not a copy of them.
+    assert isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
     index.add(
         [{**m, "id": f"more{i}"} for i, m in enumerate(synthetic_messages(3, seed=5))], ["x"] * 3
     )
