@@ -240,6 +240,22 @@ def test_a_large_index_maps_its_stored_rows_and_cuts_a_torn_one_first(
     assert _search(root) == expected
 
 
+def test_rows_a_file_system_cannot_map_are_read(
+    saved_large_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _search(_copy(saved_large_index, tmp_path / "mapped"))
+    root = _copy(saved_large_index, tmp_path / "read")
+
+    def refuse(*args: object, **kwargs: object) -> mmap.mmap:
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    index = MessageIndex(root, HashEmbedder(512))
+    stored = np.fromfile(root / "vectors.f16", np.float16).reshape(-1, 512)
+    assert np.array_equal(index.vectors(), stored)
+    assert _search(root) == expected
+
+
 def _evidence_bytes(index: MessageIndex) -> list[bytes]:
     scorer = EvidenceScorer(index.embedder)
     found = []

@@ -640,13 +640,18 @@ def _mapped_rows(path: Path, rows: int, dim: int) -> npt.NDArray[np.float16]:
     background conversion to float32 reads the rest). The rows mapped are complete ones that
     the entries count; opening cuts only rows past those, so no other opening of the index
     shrinks what is mapped. Windows cannot remove a mapped file (an index built again removes
-    its files), so there the rows are read.
+    its files), and some file systems cannot map one: there the rows are read.
     """
     if rows == 0:
         return np.zeros((0, dim), np.float16)
-    if os.name == "nt":
-        raw = path.read_bytes()
-        return np.frombuffer(raw, dtype=np.float16, count=rows * dim).reshape(rows, dim)
-    with path.open("rb") as file:
-        mapped = mmap.mmap(file.fileno(), rows * dim * _BYTES_PER_VALUE, access=mmap.ACCESS_READ)
-    return np.frombuffer(mapped, dtype=np.float16, count=rows * dim).reshape(rows, dim)
+    stored: bytes | mmap.mmap | None = None
+    if os.name != "nt":
+        try:
+            with path.open("rb") as file:
+                length = rows * dim * _BYTES_PER_VALUE
+                stored = mmap.mmap(file.fileno(), length, access=mmap.ACCESS_READ)
+        except OSError as error:
+            log.info("%s: not mapped (%s); its rows are read", path, error)
+    if stored is None:
+        stored = path.read_bytes()
+    return np.frombuffer(stored, dtype=np.float16, count=rows * dim).reshape(rows, dim)
