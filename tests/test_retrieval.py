@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -118,6 +119,21 @@ def test_an_index_built_by_another_embedder_is_rebuilt(tmp_path: Path) -> None:
     other = HashEmbedder()
     index = open_message_index(root, other, store)
     assert len(index) == 4 and index.vectors().shape == (4, 64)
+
+
+@pytest.mark.parametrize("dim", [0, -512, "x"])
+def test_an_index_whose_meta_has_no_usable_size_is_rebuilt(
+    tmp_path: Path, dim: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _store_with(tmp_path / "thread", [_said(i, f"message {i}") for i in range(4)])
+    root = tmp_path / "thread" / "retrieval"
+    built = open_message_index(root, CountingEmbedder(), store).vectors().copy()
+    meta = json.loads((root / "meta.json").read_text("utf-8"))
+    (root / "meta.json").write_text(json.dumps({**meta, "dim": dim}), "utf-8")
+    index = open_message_index(root, CountingEmbedder(), store)  # no ZeroDivisionError
+    assert "meta.json: unreadable; the index will be rebuilt" in caplog.text
+    assert index.ids == [f"m{i}" for i in range(4)]  # embedded again from the store
+    assert np.allclose(index.vectors(), built, atol=1e-3)
 
 
 # --- evidence -----------------------------------------------------------------------------------

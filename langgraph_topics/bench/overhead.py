@@ -177,8 +177,11 @@ def _node_breakdown(
     }
     if not outside:
         return per_node, 0.0, 0.0
-    median_ms = [round(1000 * statistics.median(v), 2) for v in (outside, searched)]
-    return per_node, median_ms[0], median_ms[1]
+    return per_node, _median_ms(outside), _median_ms(searched)
+
+
+def _median_ms(seconds: Sequence[float]) -> float:
+    return round(1000 * statistics.median(seconds), 2)
 
 
 def _replayed_turns(
@@ -512,35 +515,26 @@ def node_table(sizes: Sequence[dict[str, Any]]) -> str:
         ["outside the nodes"] + [size["topic_graph"]["outside_nodes_cpu_ms"] for size in measured]
     )
     # What the turn would cost with nodes that cost nothing: the ratio's reach for the nodes.
+    # Then the same with the nodes' recorded outputs replayed: LangGraph's charge for the real
+    # state and updates, without the nodes' work or the memory's wrapper (``bench/replay.py``).
+    graphs = [(size["topic_graph"], size["floor_graph"]) for size in measured]
     rows.append(
         ["outside ÷ the floor's turn"]
-        + [
-            round(
-                size["topic_graph"]["outside_nodes_cpu_ms"]
-                / max(size["floor_graph"]["cpu_ms"], 1e-9),
-                2,
-            )
-            for size in measured
-        ]
+        + [_ratio(topic["outside_nodes_cpu_ms"], floor["cpu_ms"]) for topic, floor in graphs]
     )
-    # The same with the nodes' recorded outputs replayed: LangGraph's charge for the real state
-    # and updates, without the nodes' work or the memory's wrapper (``bench/replay.py``).
     rows.append(
         ["replayed updates ÷ the floor's turn"]
-        + [
-            round(
-                size["topic_graph"]["replay_cpu_ms"]
-                / max(size["topic_graph"]["replay_floor_cpu_ms"], 1e-9),
-                2,
-            )
-            for size in measured
-        ]
+        + [_ratio(topic["replay_cpu_ms"], topic["replay_floor_cpu_ms"]) for topic, _ in graphs]
     )
     headers = ["node"] + [f"{s['history']:,} msgs / {s['topics']:,} topics" for s in measured]
     return (
         "where a topic-graph turn's CPU goes (median thread CPU ms per turn, on turns of their"
         " own)\n" + simple_table(headers, rows)
     )
+
+
+def _ratio(part: float, whole: float) -> float:
+    return round(float(part) / max(float(whole), 1e-9), 2)
 
 
 def _flatness(sizes: Sequence[dict[str, Any]]) -> str:

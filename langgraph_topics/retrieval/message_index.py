@@ -384,6 +384,8 @@ class MessageIndex:
         try:
             meta = json.loads(meta_path.read_text("utf-8"))
             dim = int(meta["dim"])
+            if dim <= 0:
+                raise ValueError(f"dim {dim}")
         except (ValueError, KeyError, TypeError):
             log.warning("%s: unreadable; the index will be rebuilt", meta_path)
             self._reset_files()
@@ -402,7 +404,7 @@ class MessageIndex:
         vectors_path = self.root / VECTORS_FILE
         stored = _file_size(vectors_path)
         row_bytes = dim * _BYTES_PER_VALUE
-        rows = min(len(entries), stored // row_bytes) if row_bytes else 0
+        rows = min(len(entries), stored // row_bytes)
         if rows < len(entries) or rows * row_bytes < stored:
             log.warning("%s: cut to %d complete rows (crash during a write?)", self.root, rows)
             truncate_durably(vectors_path, rows * row_bytes)
