@@ -20,6 +20,7 @@ from typing_extensions import TypedDict
 from langgraph_topics import Settings, TopicMemory, TopicServices
 from langgraph_topics.cli.main import main
 from langgraph_topics.errors import InputError
+from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.nodes.assemble import assemble_window
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.services import TopicContext
@@ -361,6 +362,14 @@ def test_a_failing_langgraph_step_shows_as_failed(open_memory: Any) -> None:
 # ---------------------------------------------------------------- no workflow: nothing changes
 
 
+def _graph_without_inject_workflow(checkpointer: Any = None, *, full_input: bool = False) -> Any:
+    """The graph as it would be without the node: START goes straight to estimate."""
+    builder = build_graph(checkpointer, full_input=full_input).builder
+    builder.nodes.pop("inject_workflow")
+    builder.edges = {e for e in builder.edges if "inject_workflow" not in e} | {(START, "estimate")}
+    return builder.compile(checkpointer=checkpointer, name="topic_memory")
+
+
 def _model_view(window: Any) -> tuple[str, list[tuple[str, str]]]:
     return window["system_prompt"], [(m["role"], m["content"]) for m in window["messages"]]
 
@@ -402,11 +411,10 @@ def _observe(memory: TopicMemory, caplog: pytest.LogCaptureFixture) -> list[Any]
     return seen
 
 
-def test_without_a_workflow_every_prompt_is_byte_identical_to_a_graph_reading_none(
+def test_without_a_workflow_every_prompt_is_byte_identical_to_the_graph_without_the_node(
     open_memory: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from langgraph_topics import memory as memory_module
-    from langgraph_topics.nodes import estimate as estimate_module
     from langgraph_topics.nodes import respond as respond_module
     from langgraph_topics.stores import topic_records
 
@@ -433,9 +441,10 @@ def test_without_a_workflow_every_prompt_is_byte_identical_to_a_graph_reading_no
     same_ids()
     ours = _observe(with_node, caplog)
 
-    # The graph as it was before workflows: the first step reads none.
-    monkeypatch.setattr(estimate_module, "workflow_update", lambda *args: {})
+    # The graph without the node: no step reads a workflow.
     without_node = open_memory("without", budget=900)
+    without_node.graph = _graph_without_inject_workflow(without_node.checkpointer)
+    without_node._replay_graph = _graph_without_inject_workflow(full_input=True)
     same_ids()
     theirs = _observe(without_node, caplog)
 
@@ -499,12 +508,18 @@ def test_a_stored_workflow_survives_a_reopen(open_memory: Any) -> None:
         second.update_workflow_node(THREAD, "zzz", summary="x")
 
 
-def test_the_first_step_reads_the_workflow_and_studio_shows_it_there(open_memory: Any) -> None:
+def test_inject_workflow_is_the_first_step_and_studio_draws_it(open_memory: Any) -> None:
     from langgraph_topics.graph.studio import graph
 
     drawn = graph.get_graph()
+    assert "inject_workflow" in drawn.nodes
     edges = {(e.source, e.target) for e in drawn.edges}
-    assert ("__start__", "estimate") in edges  # no step of its own: one step fewer a turn
+    assert ("__start__", "inject_workflow") in edges
+    assert ("inject_workflow", "estimate") in edges
+    assert ("__start__", "estimate") not in edges
+    mermaid = graph.get_graph().draw_mermaid()
+    assert "__start__ --> inject_workflow;" in mermaid
+    assert "inject_workflow --> estimate;" in mermaid
     memory = open_memory()
     memory.set_workflow(THREAD, {"nodes": [{"id": "book", "status": "running"}]})
     config = {"configurable": {"thread_id": THREAD}}
@@ -516,9 +531,12 @@ def test_the_first_step_reads_the_workflow_and_studio_shows_it_there(open_memory
             stream_mode="updates",
         )
     )
-    first = updates[0]
-    assert list(first) == ["estimate"]
-    assert first["estimate"]["workflow"]["current"] == "book"
+    first, second = updates[0], updates[1]
+    assert first == {"inject_workflow": {"workflow": first["inject_workflow"]["workflow"]}}
+    assert first["inject_workflow"]["workflow"]["current"] == "book"
+    # The estimate counts the block the node wrote, and writes no workflow itself.
+    assert list(second) == ["estimate"] and "workflow" not in second["estimate"]
+    assert second["estimate"]["estimate"]["system"] > 0
 
 
 def test_cli_set_node_show_and_a_bad_file(

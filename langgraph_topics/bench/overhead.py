@@ -479,6 +479,7 @@ def overhead_table(report: dict[str, Any]) -> str:
 
 
 NODE_ORDER = (
+    "inject_workflow",
     "estimate",
     "split",
     "recall_cue",

@@ -16,6 +16,7 @@ from langgraph_topics.nodes.assemble import assemble
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.nodes.end_context import end_context
 from langgraph_topics.nodes.estimate import estimate
+from langgraph_topics.nodes.inject_workflow import inject_workflow
 from langgraph_topics.nodes.recall_cue import recall_cue
 from langgraph_topics.nodes.respond import respond
 from langgraph_topics.nodes.split import split
@@ -58,7 +59,8 @@ def build_graph(
     )
     # The routed nodes pick their successor themselves (graph/routed.py); ``destinations``
     # draws those edges for Studio.
-    # Every turn starts by estimating the main window (with the thread's workflow, seed 001 T4).
+    # The turn's workflow path first (seed 001 T4; nothing without one), a node Studio draws.
+    builder.add_node("inject_workflow", node("inject_workflow", inject_workflow))
     # Over 70 % of the budget: split before the topic windows read anything.
     builder.add_node(
         "estimate",
@@ -102,7 +104,9 @@ def build_graph(
     builder.add_node("bookkeeping", node("bookkeeping", bookkeeping))
     builder.add_node("end_context", node("end_context", end_context))
 
-    builder.add_edge(START, "estimate")
+    # Every turn reads the thread's workflow, then estimates the main window with its block.
+    builder.add_edge(START, "inject_workflow")
+    builder.add_edge("inject_workflow", "estimate")
     builder.add_edge("topic_window", "assemble")
     # A context query puts the thread back as it found it.
     builder.add_edge("end_context", END)

@@ -22,7 +22,6 @@ from langgraph_topics.state.turn_records import new_turn, turn_records
 from langgraph_topics.stores.protocols import SplittableTopicStore
 from langgraph_topics.tokens import message_tokens
 from langgraph_topics.workflow.render import render_workflow_block
-from langgraph_topics.workflow.turn_path import workflow_update
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +123,8 @@ def over_threshold(settings: Settings, system_tokens: int, total: int) -> bool:
 def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Count this turn's new messages and estimate the main window (seed 000 §4.1 step 0).
 
-    The turn's first step, so it also reads the thread's workflow first (seed 001 T4,
-    ``workflow.turn_path``): the block on top of the system prompt counts in the estimate.
+    The workflow path ``inject_workflow`` wrote just before (seed 001 T4) is rendered as the
+    assembler will show it: the block on top of the system prompt counts in the estimate.
     Over ``split_trigger`` (70 %) of the budget (or, with ``split_threshold="dynamic"``, over
     60 % of the budget left by the system prompt), the graph splits before anything else, once
     at least ``min_split_messages`` messages are older than the last ``keep_recent``.
@@ -149,8 +148,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     kept = [m for m in messages if m.id not in removed]
     language = detect_language((text_of(m) for m in kept[-10:]), settings.language)
     system_tokens = counter(render_system_prompt([], language, settings.prompt_dir))
-    workflow_changes = workflow_update(state, services, thread_id)
-    workflow = workflow_changes.get("workflow", state.get("workflow"))
+    workflow = state.get("workflow")
     if workflow is not None:  # the block on top of the system prompt (seed 001 T4)
         system_tokens += counter(render_workflow_block(workflow, language, settings.prompt_dir))
     previous = state.get("context")
@@ -187,7 +185,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         # to the stores (the assembler keeps the window in budget), and the end puts back
         # the working set, the registry and the counters (``end_context``).
         record["split"] = False
-    update: dict[str, Any] = dict(workflow_changes)
+    update: dict[str, Any] = {}
     if topics != state.get("topics"):
         update["topics"] = topics
     before: ThreadBefore | None = None

@@ -1,12 +1,11 @@
 """The thread's workflow at the start of a turn: load it and keep its active path (seed 001 T4).
 
-``estimate``, the first step of every turn, calls this before it counts the system prompt, so
-the path is counted there and rendered by the assembler at the top of the system prompt,
-within the budget. (It was a graph step of its own, and every LangGraph step reads the whole
-state and schedules a task: inside ``estimate`` it costs no step.) A thread without a
-workflow is left exactly as it was (no state key is written, so its prompt is byte-identical
-to a graph without workflows); a workflow that cannot be loaded is skipped with one warning
-line, and the turn goes on without it.
+The graph's first node, ``inject_workflow``, calls this and writes the path into the state;
+``estimate`` then counts its block as part of the system prompt, and the assembler renders it
+at the top of that prompt, within the budget. A thread without a workflow is left exactly as
+it was (no state key is written, so its prompt is byte-identical to a graph without
+workflows); a workflow that cannot be loaded is skipped with one warning line, and the turn
+goes on without it.
 """
 
 from __future__ import annotations
