@@ -3,9 +3,9 @@
 A thread may run inside a workflow. Its source is either a DAG the application gives
 (``TopicMemory.set_workflow(thread, dag)``, kept in the data directory) or a LangGraph graph
 and one of its threads (``LangGraphWorkflow``, in memory). The first step of every turn,
-``estimate``, loads it (``workflow.turn_path``) and keeps its active path (root to current
-step, then two levels of successors, with statuses, output summaries and counts); the
-assembler renders that at the top of the system prompt, within the budget.
+the node ``inject_workflow``, loads it (``workflow.turn_path``) and keeps its active path
+(root to current step, then two levels of successors, with statuses, output summaries and
+counts); the assembler renders that at the top of the system prompt, within the budget.
 """
 
 from langgraph_topics.workflow.active_path import active_path
