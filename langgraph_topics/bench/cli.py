@@ -1,4 +1,4 @@
-"""The ``bench`` subcommand: recall, overhead, search, embedders, fanout, topics, server-load."""
+"""The ``bench`` subcommand: recall, overhead, search, embedders, fanout, topics, load, cost."""
 
 from __future__ import annotations
 
@@ -121,6 +121,51 @@ def add_bench_parser(commands: Any) -> None:
     )
     _shared(load)
 
+    cost = kinds.add_parser(
+        "cost", help="one chat turn with every role on a model: calls, tokens, latency, price"
+    )
+    cost.add_argument("data", type=Path, help="LoCoMo-format JSON file (the dev conversations)")
+    cost.add_argument(
+        "--history", type=_sizes, default=[24_000], help="history sizes, e.g. 24k,100k,1m"
+    )
+    cost.add_argument("--budget", type=_ints, default=[4000], help="token budgets, e.g. 4000,8000")
+    cost.add_argument("--turns", type=int, default=24, help="measured turns per case")
+    cost.add_argument("--warmup", type=int, default=3, help="turns before the measured ones")
+    cost.add_argument(
+        "--time-scale", type=float, default=1.0, help="multiplies the simulated latency's sleeps"
+    )
+    cost.add_argument(
+        "--strong-latency",
+        type=_floats,
+        default=[0.7, 60.0, 0.05],
+        metavar="S,TOK/S,MS",
+        help="strong model: seconds, output tokens/s, ms per input token (0.7,60,0.05)",
+    )
+    cost.add_argument(
+        "--cheap-latency",
+        type=_floats,
+        default=[0.35, 150.0, 0.02],
+        metavar="S,TOK/S,MS",
+        help="cheap model: seconds, output tokens/s, ms per input token (0.35,150,0.02)",
+    )
+    cost.add_argument(
+        "--cache",
+        type=_ints,
+        default=[1024, 128],
+        metavar="MIN,BLOCK",
+        help="prefix cache: first cached tokens, then blocks of (1024,128)",
+    )
+    _shared(cost)
+
+
+def _sizes(text: str) -> list[int]:
+    from langgraph_topics.bench.cost import parse_size
+
+    try:
+        return [parse_size(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected sizes such as 24k,100k,1m: {text!r}") from error
+
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
@@ -188,6 +233,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return _server_load(args)
     if args.bench == "topics":
         return _topics(args)
+    if args.bench == "cost":
+        return _cost(args)
     from langgraph_topics.bench.fanout import fanout_table, run_fanout
 
     report = run_fanout(
@@ -223,6 +270,40 @@ def _topics(args: argparse.Namespace) -> int:
     plot = plot_topics(report, args.out / "topics.png")
     _emit(args, report, topics_tables(report))
     _stderr(f"wrote {path} and {plot} in {report['timings']['total_seconds']} s")
+    return 0
+
+
+def _cost(args: argparse.Namespace) -> int:
+    from langgraph_topics.bench.cost import CostConfig, run_cost
+    from langgraph_topics.bench.cost_report import cost_table
+    from langgraph_topics.bench.sim_provider import CacheModel, Latency, SimConfig
+
+    if not args.data.is_file():
+        raise SystemExit(f"no such data file: {args.data}")
+    if args.turns <= 0 or args.warmup < 0 or args.time_scale < 0:
+        raise SystemExit("--turns must be positive, --warmup and --time-scale not negative")
+    if len(args.strong_latency) != 3 or len(args.cheap_latency) != 3 or len(args.cache) != 2:
+        raise SystemExit("--strong-latency/--cheap-latency take 3 numbers, --cache 2")
+    if args.strong_latency[1] <= 0 or args.cheap_latency[1] <= 0:
+        raise SystemExit("output tokens/s must be positive")
+    sim = SimConfig(
+        strong=Latency(*args.strong_latency),
+        cheap=Latency(*args.cheap_latency),
+        cache=CacheModel(*args.cache),
+        time_scale=args.time_scale,
+    )
+    config = CostConfig(
+        data=args.data,
+        histories=args.history,
+        budgets=args.budget,
+        turns=args.turns,
+        warmup=args.warmup,
+        sim=sim,
+    )
+    report = run_cost(config, _stderr)
+    path = _write(args.out, "cost.json", report)
+    _emit(args, report, cost_table(report))
+    _stderr(f"wrote {path} in {report['seconds']} s")
     return 0
 
 
