@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from langgraph_topics.activation.date_periods import DatePeriod, find_periods
+from langgraph_topics.activation.recall_cues import find_lookup_request
 
 _TALK = (
     r"(?:talk(?:ed)?|chat(?:ted)?|discuss(?:ed)?|sa(?:y|id)|cover(?:ed)?|go(?:ne)? over"
@@ -67,9 +68,13 @@ class DateQuery:
 
 
 def asks_to_recall(text: str) -> str | None:
-    """The words of ``text`` asking to recall the conversation, or None."""
+    """The words of ``text`` asking to recall the conversation, or None.
+
+    A look-up request asks too (``recall_cues.find_lookup_request``): with a period, the
+    seed's own example "帮我找一下上个月讨论的 XX" is a date query as well as a recall cue.
+    """
     match = _ENGLISH_ASKS.search(text) or _CHINESE_ASKS.search(text)
-    return match.group(0) if match else None
+    return match.group(0) if match else find_lookup_request(text)
 
 
 def find_date_query(text: str, today: date) -> DateQuery | None:
