@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from langgraph_topics.errors import InputError
 from langgraph_topics.state.records import AssembledContext, TopicResult
 from langgraph_topics.stores.topic_audit import TopicFilesAudit
+from langgraph_topics.stores.topic_store import TOPICS_DIR
 
 
 @dataclass
@@ -26,6 +29,28 @@ class CheckReport:
     def note(self, finding: str) -> None:
         """Record something worth knowing that breaks nothing."""
         self.findings.append(finding)
+
+
+class LostCheckpointsError(InputError):
+    """A thread's topic files hold messages but its checkpoint database holds no checkpoint.
+
+    The database was deleted or emptied (or another one put in its place). Running on would
+    start the thread over from nothing and leave every stored message unseen, so the thread
+    is refused, before anything is written, until the database is restored.
+    """
+
+
+def lost_checkpoints(
+    thread_id: str, database: Path, thread_directory: Path, messages: int
+) -> LostCheckpointsError:
+    """The one-line error for a thread whose checkpoints are gone and topic files are not."""
+    topics = thread_directory / TOPICS_DIR
+    return LostCheckpointsError(
+        f"{database}: no checkpoint of thread {thread_id!r}, but its topic files ({topics}) "
+        f"hold {messages} messages: the checkpoint database was deleted or emptied; nothing "
+        f"was changed: restore {database.name} from a backup (the thread is refused until "
+        "then, so that it does not start over without them)"
+    )
 
 
 def check_partition(

@@ -21,6 +21,7 @@ from langgraph_topics.checks import (
     check_context,
     check_partition,
     check_topic_files,
+    lost_checkpoints,
 )
 from langgraph_topics.errors import InputError
 from langgraph_topics.graph.builder import build_graph
@@ -839,6 +840,35 @@ class TopicMemory:
             return self._shared_head(thread_id) > 0
         return thread_directory(Path(self.settings.data_dir), thread_id).is_dir()
 
+    def require_checkpoints(self, thread_id: str) -> None:
+        """Refuse a thread whose topic files hold messages while it has no checkpoint at all.
+
+        That is a checkpoint database deleted or emptied: a turn would start the thread over
+        and ``check`` would take the stored messages for other branches'. Cheap for a thread
+        with a checkpoint (one index row); the topic files are read only when there is none.
+
+        Raises:
+            LostCheckpointsError: Naming the database, the topic files and how many messages
+                they hold (an ``InputError``: nothing was written).
+        """
+        thread_id = check_thread_id(thread_id)
+        config = self.run_config(thread_id)
+        if self._profile is not None or self.checkpointer.get_tuple(config) is not None:
+            return
+        root = thread_directory(Path(self.settings.data_dir), thread_id)
+        audit = audit_topic_files(root, None)  # read only: no lock, which would create files
+        stored = len(audit.branch.keys() | audit.elsewhere.keys())
+        # A first turn checkpoints its input before any split writes a topic file, so a
+        # checkpoint that appeared meanwhile means another process just began the thread.
+        if stored and self.checkpointer.get_tuple(config) is None:
+            database = Path(self.settings.data_dir) / "checkpoints.sqlite"
+            raise lost_checkpoints(thread_id, database, root, stored)
+
+    def held_ids(self, thread_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the thread holds, in its working set or its topics."""
+        with self.reading(thread_id):
+            return set(self._held_messages(check_thread_id(thread_id), ids))
+
     def check(self, thread_id: str, checkpoint_id: str | None = None) -> CheckReport:
         """Check invariants 1–3 of the design for a thread, as one branch of it sees them.
 
@@ -858,6 +888,7 @@ class TopicMemory:
         thread_id = check_thread_id(thread_id)
         if not self.exists(thread_id):
             raise InputError(f"no thread {thread_id!r} in {self.location}")
+        self.require_checkpoints(thread_id)
         report = CheckReport()
         with self._locks.files(thread_id):
             values = self.state(thread_id, checkpoint_id)

@@ -25,7 +25,7 @@ from llm_wire import FakeOpenAI, Reply, Request
 
 from langgraph_topics import TopicMemory
 from langgraph_topics.cli.main import CLOSED_PIPE, main
-from langgraph_topics.cli.pending_line import PENDING_FILE, pending_path, read_pending
+from langgraph_topics.cli.pending_line import PREFIX, pending_directory, read_pending
 from langgraph_topics.roles.llm.retries import Backoff
 from langgraph_topics.settings import (
     CHEAP_MODEL_ENV,
@@ -269,6 +269,19 @@ def _dead_pid() -> int:
     return process.pid
 
 
+def _leave_pending(data_dir: Path, text: str, message_id: str) -> None:
+    """A pending line as a killed chat leaves it: its session's lock file (free) and line."""
+    directory = pending_directory(data_dir, "t")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{PREFIX}dead.lock").touch()
+    entry = {"text": text, "message_id": message_id, "pid": _dead_pid(), "started_at": "2020"}
+    (directory / f"{PREFIX}dead.json").write_text(json.dumps(entry), "utf-8")
+
+
+def _pending_files(data_dir: Path) -> list[Path]:
+    return list(pending_directory(data_dir, "t").glob(f"{PREFIX}*"))
+
+
 def test_an_answer_never_shown_is_recovered_on_the_next_start(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -276,25 +289,16 @@ def test_an_answer_never_shown_is_recovered_on_the_next_start(
     args = ["chat", "--data-dir", str(data_dir), "--thread", "t"]
     status, first, _ = _cli(capsys, *args, stdin="Let's plan the Kyoto trip\n")
     assert status == 0 and first.strip()
-    path = pending_path(data_dir, "t")
-    assert not path.exists()  # cleared once the answer was printed
+    assert _pending_files(data_dir) == []  # cleared once the answer was printed
+    with TopicMemory(data_dir=data_dir) as memory:
+        sent = memory.state("t")["messages"][0].id
     # As if the process had died after the turn was saved, before its answer was printed.
-    path.write_text(
-        json.dumps(
-            {
-                "text": "Let's plan the Kyoto trip",
-                "pid": _dead_pid(),
-                "started_at": "2020-01-01T00:00:00+00:00",
-                "token": "t1",
-            }
-        ),
-        "utf-8",
-    )
+    _leave_pending(data_dir, "Let's plan the Kyoto trip", sent)
     status, out, err = _cli(capsys, *args, stdin="")
     assert status == 0
     assert len(err) == 1 and "recovered" in err[0] and "Kyoto trip" in err[0], err
     assert out == first  # the same answer, not a second turn
-    assert not path.exists()
+    assert _pending_files(data_dir) == []
     with TopicMemory(data_dir=data_dir) as memory:
         assert len(memory.state("t")["messages"]) == 2
 
@@ -303,18 +307,16 @@ def test_a_line_lost_before_its_turn_was_saved_is_answered_on_the_next_start(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data_dir = tmp_path / "d"
-    path = pending_path(data_dir, "t")
-    path.parent.mkdir(parents=True)
-    entry = {"text": "What about the budget?", "pid": _dead_pid(), "started_at": "", "token": "x"}
-    path.write_text(json.dumps(entry), "utf-8")
+    _leave_pending(data_dir, "What about the budget?", "msg-lost")
     args = ["chat", "--data-dir", str(data_dir), "--thread", "t"]
     status, out, err = _cli(capsys, *args, stdin="")
     assert status == 0 and out.strip()
     assert len(err) == 1 and "interrupted" in err[0] and "What about the budget?" in err[0], err
-    assert not path.exists()
+    assert _pending_files(data_dir) == []
     with TopicMemory(data_dir=data_dir) as memory:
-        contents = [str(m.content) for m in memory.state("t")["messages"]]
-        assert contents[0] == "What about the budget?" and len(contents) == 2
+        messages = memory.state("t")["messages"]
+        assert str(messages[0].content) == "What about the budget?" and len(messages) == 2
+        assert messages[0].id == "msg-lost"  # sent with the id it was pending under
 
 
 def test_a_chat_killed_mid_turn_is_answered_on_the_next_start(
@@ -350,7 +352,8 @@ def test_a_chat_killed_mid_turn_is_answered_on_the_next_start(
     while not wire.of_role("responder"):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
-    pending = read_pending(pending_path(data_dir, "t"))
+    (line,) = pending_directory(data_dir, "t").glob(f"{PREFIX}*.json")
+    pending = read_pending(line)
     assert pending is not None and pending.text == "which temples should we see in Kyoto?"
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=30)
@@ -361,7 +364,7 @@ def test_a_chat_killed_mid_turn_is_answered_on_the_next_start(
     assert status == 0
     assert len(err) == 1 and "interrupted" in err[0] and "temples" in err[0], err
     assert out.strip() == "See Kinkaku-ji early."
-    assert not (pending_path(data_dir, "t").parent / PENDING_FILE).exists()
+    assert _pending_files(data_dir) == []
     with TopicMemory(data_dir=data_dir) as memory:
         contents = [str(m.content) for m in memory.state("t")["messages"]]
         assert contents.count("which temples should we see in Kyoto?") == 1  # not asked twice

@@ -1,23 +1,26 @@
 """``langgraph-topics chat``: a REPL on a terminal, one answer per line on a pipe.
 
-Each line is recorded as pending (``pending_line``) before the memory sees it and forgotten once
-its answer is printed, so a line whose process died is answered or reported on the next start.
+Each line is recorded as pending (``pending_line``) before the memory sees it, with the message
+id it is sent with, and forgotten once its answer is printed, so a line whose process died is
+answered or reported on the next start (by that id: a line typed twice is two lines).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
 from langgraph_topics.cli.pending_line import (
-    clear_pending,
-    pending_path,
-    settle,
-    write_pending,
+    Abandoned,
+    ChatSession,
+    PendingLine,
+    abandoned_lines,
+    judge,
+    legacy_line,
+    pending_directory,
 )
 from langgraph_topics.cli.tables import clip
 from langgraph_topics.errors import InputError, ThreadBusyError
@@ -53,61 +56,132 @@ def _notice(text: str) -> None:
     print(f"langgraph-topics: {text}", file=sys.stderr, flush=True)
 
 
-def _answer(memory: Any, thread_id: str, path: Path, text: str, *, asked: bool = False) -> None:
+def _reply(result: dict[str, Any]) -> str:
+    last = result["messages"][-1]
+    return text_of(last) if isinstance(last, AIMessage) else ""
+
+
+def _answer(
+    memory: Any,
+    thread_id: str,
+    session: ChatSession,
+    text: str,
+    *,
+    asked: bool = False,
+    taken_over: Abandoned | None = None,
+) -> None:
     """Answer ``text``, keeping it pending until the answer is printed.
 
-    ``asked``: the checkpoint already ends with this line (a turn that stopped half-way), so the
-    turn is finished (or, when nothing is left to finish, run again on the state as it is)
-    instead of adding the line a second time.
+    Args:
+        memory: The ``TopicMemory``.
+        thread_id: The thread.
+        session: This process's session (where the line is kept pending).
+        text: The line.
+        asked: The thread already ends with this line (a turn that stopped half-way), so the
+            turn is finished (or, when nothing is left to finish, run again on the state as it
+            is) instead of adding the line a second time.
+        taken_over: A dead session's line being answered: it keeps its message id, and its
+            file goes once this session holds the line.
     """
-    entry = write_pending(path, text)
+    entry = session.write(text, taken_over.entry.message_id if taken_over else None)
+    if taken_over is not None:
+        taken_over.forget()
     try:
         if asked:
-            result = memory.resume(thread_id) or memory.run_turn(thread_id, {"mode": "chat"})
-            last = result["messages"][-1]
-            reply = text_of(last) if isinstance(last, AIMessage) else ""
+            reply = _reply(memory.resume(thread_id) or memory.run_turn(thread_id, {"mode": "chat"}))
         else:
-            reply = memory.chat(thread_id, text)
+            reply = _send(memory, thread_id, entry)
     except (InputError, ThreadBusyError):
-        clear_pending(path, entry)  # refused before anything was written
-        raise
+        if taken_over is None:  # a typed line refused before anything was written
+            session.clear()
+        raise  # a recovered line stays pending: the next start tries it again
     print(reply, flush=True)
-    clear_pending(path, entry)
+    session.clear()
 
 
-def _settle_pending(memory: Any, thread_id: str, path: Path) -> None:
-    def messages() -> Sequence[BaseMessage]:
-        return list(memory.state(thread_id).get("messages", []))
+def _send(memory: Any, thread_id: str, entry: PendingLine) -> str:
+    """Run one chat turn on the line, sent with the id it is pending under.
 
-    found = settle(path, messages)
-    if found is None:
+    ``TopicMemory.chat`` gives its message a fresh id, which recovery could not look for.
+    """
+    message = HumanMessage(entry.text, id=entry.message_id)
+    return _reply(memory.run_turn(thread_id, {"messages": [message], "mode": "chat"}))
+
+
+def _settle_pending(memory: Any, thread_id: str, session: ChatSession) -> None:
+    """Answer or report every line a dead ``chat`` session of the thread left."""
+    directory = session.directory
+    if not directory.is_dir():
         return
-    shown = clip(found.entry.text, 60)
-    if found.answer is not None:
+    legacy = legacy_line(directory)
+    if legacy is not None:
+        _notice(
+            f"an earlier version of chat left {clip(legacy, 60)!r} pending; it is not sent "
+            "again (that version kept no message id): send it again if `transcript` shows "
+            "no answer"
+        )
+    with abandoned_lines(directory) as lines:
+        if lines:
+            # A turn whose input was saved but not run: finished first, so its line is in
+            # the state below (and not sent a second time).
+            memory.resume(thread_id)
+        for line in lines:
+            _settle_one(memory, thread_id, session, line)
+
+
+def _settle_one(memory: Any, thread_id: str, session: ChatSession, line: Abandoned) -> None:
+    def held(message_id: str) -> bool:
+        return bool(memory.held_ids(thread_id, [message_id]))
+
+    found = judge(memory.state(thread_id).get("messages", []), held, line.entry)
+    shown = clip(line.entry.text, 60)
+    if found.outcome == "answered":
         _notice(f"recovered: the answer to {shown!r} (the last chat stopped before showing it)")
         print(found.answer, flush=True)
-        return
-    _notice(f"interrupted: {shown!r} was not answered when the last chat stopped; answering now")
-    _answer(memory, thread_id, path, found.entry.text, asked=found.asked)
+        line.forget()
+    elif found.outcome == "followed":
+        _notice(
+            f"recovered: {shown!r} was answered before the last chat stopped, and later turns "
+            "followed (`transcript` shows its answer)"
+        )
+        line.forget()
+    else:
+        _notice(
+            f"interrupted: {shown!r} was not answered when the last chat stopped; answering now"
+        )
+        _answer(
+            memory,
+            thread_id,
+            session,
+            line.entry.text,
+            asked=found.outcome == "asked",
+            taken_over=line,
+        )
 
 
 def run_chat(memory: Any, thread_id: str, data_dir: Path) -> int:
-    """Chat on standard input until it ends (or ``/quit`` on a terminal); returns 0."""
+    """Chat on standard input until it ends (or ``/quit`` on a terminal); returns 0.
+
+    Raises:
+        LostCheckpointsError: The thread's topic files hold messages its checkpoints do not
+            (the checkpoint database was deleted or emptied): nothing is written.
+    """
+    memory.require_checkpoints(thread_id)
     interactive = sys.stdin.isatty()
     if interactive:
         print(welcome(thread_id, data_dir, memory.settings), flush=True)
-    path = pending_path(data_dir, thread_id)
-    _settle_pending(memory, thread_id, path)
-    while True:
-        if interactive:
-            print("> ", end="", flush=True)
-        line = sys.stdin.readline()
-        if not line:
-            break
-        text = line.strip()
-        if not text:
-            continue
-        if interactive and text in QUIT_WORDS:
-            break
-        _answer(memory, thread_id, path, text)
+    with ChatSession(pending_directory(data_dir, thread_id)) as session:
+        _settle_pending(memory, thread_id, session)
+        while True:
+            if interactive:
+                print("> ", end="", flush=True)
+            line = sys.stdin.readline()
+            if not line:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if interactive and text in QUIT_WORDS:
+                break
+            _answer(memory, thread_id, session, text)
     return 0

@@ -290,6 +290,7 @@ def _print_prompt(messages: Sequence[dict[str, Any]]) -> None:
 
 def _context(args: argparse.Namespace) -> int:
     memory = _memory(args)
+    memory.require_checkpoints(args.thread)  # a lost checkpoint database is one line, status 2
     report = memory.context(args.thread, args.text)
     window = report["context"]
     prompt = _model_input(window) if args.show_prompt else None
