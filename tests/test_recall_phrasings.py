@@ -193,3 +193,15 @@ def test_the_seeds_example_wakes_the_archived_topic_of_last_month(
         statuses
     )
     assert memory.check("t").ok
+
+
+def test_a_request_without_a_time_wakes_the_archived_topic_it_names(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    memory, blocks = _archived_thread(make_memory, roles)
+    memory.chat("t", "Can you look up what we discussed about the sourdough starter?")
+    state = memory.state("t")
+    assert "date_query" not in [e["kind"] for e in state["events"]]  # no period: a cue only
+    assert _statuses(memory, blocks)["sourdough"] == "active"
+    assert blocks["sourdough"] in state["context"]["topic_ids"]
+    assert memory.check("t").ok
