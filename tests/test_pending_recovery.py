@@ -18,6 +18,7 @@ from conversations import subject_records
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langgraph_topics import TopicMemory
+from langgraph_topics.checks import LostCheckpointsError
 from langgraph_topics.cli.main import main
 from langgraph_topics.cli.pending_line import PREFIX, pending_directory
 from langgraph_topics.settings import CHEAP_MODEL_ENV, STRONG_MODEL_ENV
@@ -236,7 +237,13 @@ def test_a_lost_checkpoint_database_is_one_line_and_nothing_starts_over(
     else:
         database.write_bytes(b"")
     data = ("--data-dir", str(data_dir), "--thread", THREAD)
-    for command in (["chat"], ["context", "the Kyoto trip"], ["check"]):
+    commands = (
+        ["chat"],
+        ["context", "the Kyoto trip"],
+        ["check"],
+        ["import", str(tmp_path / "c.jsonl")],
+    )
+    for command in commands:
         status, out, err = _cli(capsys, *command, *data, stdin="hello again\n")
         assert status == 2 and out == "", (command, out, err)
         assert len(err) == 1, (command, err)
@@ -246,6 +253,8 @@ def test_a_lost_checkpoint_database_is_one_line_and_nothing_starts_over(
     assert _topic_files(data_dir) == files  # nothing written, nothing lost from the topic files
     with TopicMemory(data_dir=data_dir) as memory:
         assert memory.checkpointer.get_tuple(memory.run_config(THREAD)) is None
+        with pytest.raises(LostCheckpointsError, match="checkpoints.sqlite"):
+            memory.check(THREAD)  # the API says so too, as a typed error
 
 
 def test_a_new_thread_is_not_taken_for_a_lost_one(

@@ -227,6 +227,7 @@ def _import(args: argparse.Namespace) -> int:
     records = read_jsonl(args.file)
     check_records(records)  # the whole file, before the memory is even opened
     memory = _memory(args)
+    memory.require_checkpoints(args.thread)  # never start a thread over without its history
     shown = False
 
     def progress(done: int) -> None:
