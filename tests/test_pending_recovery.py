@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph_topics import TopicMemory
 from langgraph_topics.checks import LostCheckpointsError
 from langgraph_topics.cli.main import main
-from langgraph_topics.cli.pending_line import PREFIX, pending_directory
+from langgraph_topics.cli.pending_line import LEGACY_FILE, PREFIX, pending_directory
 from langgraph_topics.settings import CHEAP_MODEL_ENV, STRONG_MODEL_ENV
 
 THREAD = "t"
@@ -265,3 +265,18 @@ def test_a_new_thread_is_not_taken_for_a_lost_one(
         capsys, "chat", "--data-dir", str(data_dir), "--thread", "other", stdin="hi\n"
     )
     assert status == 0 and out.strip() and err == []
+
+
+def test_an_earlier_versions_pending_line_is_reported_not_sent_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = tmp_path / "d"
+    directory = pending_directory(data_dir, THREAD)
+    directory.mkdir(parents=True)
+    old = {"text": "yes", "pid": 1, "started_at": "2020", "token": "x"}
+    (directory / LEGACY_FILE).write_text(json.dumps(old), "utf-8")
+    status, out, err = _chat(capsys, data_dir)
+    assert status == 0 and out == "" and len(err) == 1, err
+    assert "'yes'" in err[0] and "send it again" in err[0], err
+    assert not (directory / LEGACY_FILE).exists()
+    assert _turns(data_dir)[0] == []  # not sent: it may have been answered already
