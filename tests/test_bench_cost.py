@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,14 @@ def test_role_replies_parse_with_the_package_parsers() -> None:
             ],
         }
         answer = provider.answer(window)["choices"][0]["message"]["content"]
+    # A prompt that asks for runs of exchanges gets them (one assignment per run).
+    runs_prompt = 'Output one <topic_split> element: <assignment exchanges="1-3" .../>'
+    with SimProvider(SimConfig(time_scale=0.0)) as other:
+        body["messages"][0]["content"] = runs_prompt
+        runs = other.answer(body)["choices"][0]["message"]["content"]
+    assert '<assignment exchanges="1" topic="existing_active" topic_id="topic-1"/>' in runs
+    assert re.search(r'<assignment exchanges="2" topic="new" topic_name="[^"]+"><summary>', runs)
+    assert "msg_id" not in runs
     destinations = {a["topic_id"]: a["message_ids"] for a in plan["assignments"]}
     assert destinations["topic-1"] == ["a1", "a2"]
     assert [t["name"] for t in plan["new_topics"]] and provider.calls[1].tier == "cheap"

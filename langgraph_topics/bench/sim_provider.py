@@ -439,40 +439,64 @@ def _name_of(bag: list[str]) -> str:
 
 
 def _splitter(messages: list[dict[str, Any]]) -> tuple[str, float | None]:
+    """Each exchange to the topic whose name and brief its words overlap most, else a new one.
+
+    The reply takes the form the prompt asks for: runs of exchanges (``exchanges="1-3"``)
+    when the prompt shows that attribute, else one assignment per message (``msg_id``).
+    """
+    system = _text(messages[0]) if messages else ""
     given = _user_input(messages)
     topics = [
         (topic_id, status or "active", words(unescape(name + " " + brief)))
         for topic_id, status, name, brief in _TOPIC.findall(_section(given, "topics"))
     ]
     created: dict[str, set[str]] = {}
-    lines: list[str] = []
-    for exchange in re.findall(r"<exchange[^>]*>(.*?)</exchange>", given, re.DOTALL):
+    # Per exchange: its number, its message ids, the destination's attributes, a new brief.
+    decided: list[tuple[str, list[str], str, str]] = []
+    for number, exchange in re.findall(
+        r'<exchange(?: n="(\d+)")?[^>]*>(.*?)</exchange>', given, re.DOTALL
+    ):
         found = _messages(exchange)
         bag = set().union(*(words(t) for _, _, t in found)) if found else set()
-        options = [(_coverage(bag, w), "old", i, s) for i, s, w in topics]
+        options = [(_coverage(bag, w), "old", i, st) for i, st, w in topics]
         options += [(_coverage(bag, w), "new", n, "") for n, w in created.items()]
         best = max(options, default=(0.0, "", "", ""))
-        for message_id, _, _ in found:
-            if best[0] >= 0.25 and best[1] == "old":
-                kind = "existing_active" if best[3] == "active" else "existing_inactive"
+        brief = ""
+        if best[0] >= 0.25 and best[1] == "old":
+            kind = "existing_active" if best[3] == "active" else "existing_inactive"
+            target = f'topic="{kind}" topic_id="{best[2]}"'
+        elif best[0] >= 0.25:
+            target = f'topic="new" topic_name="{best[2]}"'
+        else:
+            name = _name_of([w for _, _, t in found for w in _WORD.findall(t.lower())])
+            name = name if name not in created else f"{name} {len(created)}"
+            created[name] = bag
+            target = f'topic="new" topic_name="{name}"'
+            brief = " ".join(found[0][2].split()[:30]) if found else name
+        decided.append((number, [i for i, _, _ in found], target, brief))
+    lines: list[str] = []
+    if 'exchanges="' in system:
+        runs: list[tuple[list[str], str, str]] = []
+        for number, _, target, brief in decided:
+            if runs and runs[-1][1] == target and not brief:
+                runs[-1][0].append(number)
+            else:
+                runs.append(([number], target, brief))
+        for numbers, target, brief in runs:
+            span = numbers[0] if len(numbers) == 1 else f"{numbers[0]}-{numbers[-1]}"
+            if brief:
                 lines.append(
-                    f'<assignment msg_id="{message_id}" topic="{kind}" topic_id="{best[2]}">'
-                    "same subject</assignment>"
-                )
-            elif best[0] >= 0.25:
-                lines.append(
-                    f'<assignment msg_id="{message_id}" topic="new" topic_name="{best[2]}">'
-                    "same new subject</assignment>"
+                    f'<assignment exchanges="{span}" {target}>'
+                    f"<summary>{_escape(brief)}</summary></assignment>"
                 )
             else:
-                name = _name_of([w for _, _, t in found for w in _WORD.findall(t.lower())])
-                name = name if name not in created else f"{name} {len(created)}"
-                created[name] = bag
-                best = (1.0, "new", name, "")
-                first = " ".join(found[0][2].split()[:30]) if found else name
+                lines.append(f'<assignment exchanges="{span}" {target}/>')
+    else:
+        for _, ids, target, brief in decided:
+            for place, message_id in enumerate(ids):
+                inner = f"<summary>{_escape(brief)}</summary>" if brief and place == 0 else ""
                 lines.append(
-                    f'<assignment msg_id="{message_id}" topic="new" topic_name="{name}">'
-                    f"<summary>{_escape(first)}</summary>a new subject</assignment>"
+                    f'<assignment msg_id="{message_id}" {target}>{inner}same subject</assignment>'
                 )
     return "<topic_split>\n" + "\n".join(lines) + "\n</topic_split>", None
 
