@@ -69,7 +69,7 @@ def test_role_replies_parse_with_the_package_parsers() -> None:
         "\n</exchange>\n</messages>"
     )
     with SimProvider(SimConfig(time_scale=0.0)) as provider:
-        body = {
+        body: dict[str, Any] = {
             "model": "sim-strong",
             "messages": [
                 {"role": "system", "content": "Output one <topic_split> element"},
