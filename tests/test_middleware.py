@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +18,18 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import ExecutionInfo, Runtime
+from pydantic import Field
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
+from langgraph_topics.errors import InputError
 from langgraph_topics.middleware import ACTIVATE_TOPIC, TopicMemoryMiddleware
 from langgraph_topics.middleware.fakes import ToolCallingFakeModel
+from langgraph_topics.middleware.request_tokens import FixedParts, request_tokens, tool_schema
 from langgraph_topics.roles.factory import build_roles
 from langgraph_topics.roles.native import native_roles
 
@@ -212,13 +216,15 @@ def test_activate_topic_wakes_a_dormant_topic_for_the_next_call(tmp_path: Path) 
             checkpointer=InMemorySaver(),
         )
         config = thread("bob")
-        turn = 0
+        turn, calls_before = 0, 0
         while not any(t["status"] == "dormant" for t in memory.topics("bob")):
+            calls_before = len(model.calls)
             agent.invoke({"messages": [HumanMessage(question(turn))]}, config)
             turn += 1
             assert turn < 60, "no topic fell dormant"
-        # Activation is offered only while something is dormant (and the model binds tools).
-        assert all(ACTIVATE_TOPIC not in bound for bound in model.bound_tools)
+        # Activation is offered only while something is dormant (and the model binds tools):
+        # not before the user turn whose bookkeeping put a topic to sleep.
+        assert all(ACTIVATE_TOPIC not in bound for bound in model.bound_tools[:calls_before])
         dormant = next(t for t in memory.topics("bob") if t["status"] == "dormant")
         asked = memory.services.stores("bob").topic_store.messages(dormant["id"])[0]["content"]
         calls_before = len(model.calls)
@@ -253,9 +259,9 @@ class AsyncCountingMiddleware(TopicMemoryMiddleware):
 
     async_calls = 0
 
-    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any]:
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         self.async_calls += 1
-        return await super().abefore_model(state, runtime)
+        return await super().awrap_model_call(request, handler)
 
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any]:
         self.async_calls += 1
@@ -357,3 +363,120 @@ def test_return_direct_tool_result_is_recorded_at_the_end_of_the_run(memory: Top
     assert [m["role"] for m in transcript] == ["user", "assistant", "tool"]
     assert transcript[-1]["content"] == "Done, as requested."
     assert memory.check("erin").ok
+
+
+class _SnapshotModel(ToolCallingFakeModel):
+    """Notes, at each call, how many topic-window verdicts the memory had made so far."""
+
+    verdicts: list[int] = Field(default_factory=list)
+    seen: list[int] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(len(self.verdicts))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def test_tool_rounds_of_one_user_turn_reuse_its_memory_turn(memory: TopicMemory) -> None:
+    modes: list[str] = []
+    run_turn = memory.run_turn
+
+    def counted_turn(thread_id: str, payload: Any, **kwargs: Any) -> dict[str, Any]:
+        modes.append(str(payload.get("mode")))
+        return run_turn(thread_id, payload, **kwargs)
+
+    memory.run_turn = counted_turn  # type: ignore[method-assign]
+    model = _SnapshotModel(triggers=TRIGGERS)
+    windows = memory.services.roles.topic_window
+    for name in ("evaluate", "evaluate_with_evidence"):
+        original = getattr(windows, name, None)
+        if original is not None:
+
+            def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                model.verdicts.append(1)
+                return _original(*args, **kwargs)
+
+            setattr(windows, name, counted)
+    agent = create_agent(
+        model,
+        [lookup, convert],
+        middleware=[TopicMemoryMiddleware(memory)],
+        checkpointer=InMemorySaver(),
+    )
+    turns = 30
+    for turn in range(turns):
+        agent.invoke({"messages": [HumanMessage(question(turn))]}, thread("hal"))
+    tool_turns = [t for t in range(turns) if t % 3 == 0]
+    # A model call per user turn and one per tool round (two tools in one call: one round)...
+    assert len(model.calls) == turns + len(tool_turns)
+    # ... but one memory turn per user message: no estimate, split or fan-out for a round.
+    assert modes.count("assemble") == turns
+    assert model.verdicts, "the topic windows never ran"
+    rounds = [i for i, sent in enumerate(model.calls) if isinstance(sent[-1], ToolMessage)]
+    assert len(rounds) == len(tool_turns)
+    for call in rounds:
+        assert model.seen[call] == model.seen[call - 1]  # no verdict since the turn's first call
+        # The round's window holds the new exchange, whole: the call, then its results.
+        assert_tool_pairs(model.calls[call][1:])
+        assert any(isinstance(m, AIMessage) and m.tool_calls for m in model.calls[call])
+    report = memory.check("hal")
+    assert report.ok, report.findings
+    results = len(tool_turns) + sum(1 for t in range(turns) if t % 9 == 0)
+    assert report.counts["total"] == 2 * turns + len(tool_turns) + results
+
+
+def _long_prompt(tokens: int, counter: Callable[[str], int]) -> str:
+    words = "Answer briefly, cite what the user said earlier, and use the tools when asked. "
+    text = words * (tokens // max(1, counter(words)) + 1)
+    while counter(text) > tokens:
+        text = text[: len(text) - 20]
+    return text
+
+
+def test_the_budget_counts_the_agents_system_prompt_and_tool_schemas(tmp_path: Path) -> None:
+    with open_memory(tmp_path / "m", budget=1500) as memory:
+        counter = memory.services.token_counter
+        prompt = _long_prompt(600, counter)
+        middleware = TopicMemoryMiddleware(memory)
+        model = ToolCallingFakeModel(triggers=TRIGGERS)
+        agent = create_agent(
+            model,
+            [lookup, convert],
+            system_prompt=prompt,
+            middleware=[middleware],
+            checkpointer=InMemorySaver(),
+        )
+        every_tool = {t.name: t for t in [lookup, convert, *middleware.tools]}
+        for turn in range(40):
+            agent.invoke({"messages": [HumanMessage(question(turn))]}, thread("ivy"))
+        sizes = []
+        for sent, bound in zip(model.calls, model.bound_tools, strict=True):
+            schemas = [tool_schema(every_tool[name]) for name in bound]
+            assert isinstance(sent[0], SystemMessage)
+            assert str(sent[0].content).startswith(prompt.rstrip())
+            sizes.append(request_tokens(sent[0], sent[1:], schemas, counter))
+        # Without the agent's prompt and tools counted, the windows alone came near 1,200.
+        assert max(sizes) <= 1500
+        assert max(sizes) > 1500 - 150  # the memory's part shrank to fit, it did not vanish
+        window_tokens = memory.state("ivy")["context"]["tokens"]
+        assert window_tokens <= 1500 - FixedParts.of(prompt, [lookup, convert], counter).total
+        assert memory.check("ivy").ok
+
+
+def test_a_budget_too_small_for_the_agents_own_parts_is_one_clear_error(tmp_path: Path) -> None:
+    with open_memory(tmp_path / "m", budget=800) as memory:
+        prompt = _long_prompt(700, memory.services.token_counter)
+        agent = create_agent(
+            ToolCallingFakeModel(triggers=TRIGGERS),
+            [lookup],
+            system_prompt=prompt,
+            middleware=[TopicMemoryMiddleware(memory)],
+            checkpointer=InMemorySaver(),
+        )
+        with pytest.raises(InputError) as raised:
+            agent.invoke({"messages": [HumanMessage("Hello there")]}, thread("jon"))
+        message = str(raised.value)
+        assert len(message.splitlines()) == 1
+        assert "budget_tokens=800 is too small for this agent" in message
+        assert "system prompt takes" in message and "raise budget_tokens to" in message
+        # Refused before anything was recorded.
+        assert not memory.state("jon").get("messages")

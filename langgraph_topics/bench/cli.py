@@ -36,7 +36,7 @@ def _shared(parser: argparse.ArgumentParser) -> None:
 def add_bench_parser(commands: Any) -> None:
     """Register ``bench`` and its sub-subcommands on the CLI's subparsers."""
     bench = commands.add_parser(
-        "bench", help="benchmarks: recall, overhead, search, fanout, topics, server-load"
+        "bench", help="benchmarks: recall, overhead, search, fanout, topics, agent, server-load"
     )
     kinds = bench.add_subparsers(dest="bench", required=True)
 
@@ -98,6 +98,34 @@ def add_bench_parser(commands: Any) -> None:
     topics.add_argument("--draws", type=int, default=20, help="seeded draws per random baseline")
     topics.add_argument("--seed", type=int, default=0, help="seed of the random baselines")
     _shared(topics)
+
+    agent = kinds.add_parser(
+        "agent",
+        help="create_agent with topic memory, SummarizationMiddleware and none, in one run",
+    )
+    agent.add_argument("--turns", type=int, default=300, help="user turns (default 300)")
+    agent.add_argument("--tool-every", type=int, default=7, help="a tool call every Nth turn")
+    agent.add_argument("--budget", type=int, default=2000, help="tokens per whole request")
+    agent.add_argument(
+        "--system-tokens", type=int, default=1431, help="the agent's system prompt, in tokens"
+    )
+    agent.add_argument(
+        "--messages",
+        type=int,
+        default=None,
+        metavar="N",
+        help="import N messages of history first, then a few agent turns (e.g. 10000)",
+    )
+    agent.add_argument(
+        "--embedder",
+        choices=["use", "hash"],
+        default="use",
+        help="use = the package's default embedder, hash = instant meaningless vectors",
+    )
+    agent.add_argument(
+        "--keep-recent", type=int, default=None, help="the memory's keep_recent (default 20)"
+    )
+    _shared(agent)
 
     load = kinds.add_parser(
         "server-load", help="concurrent threads through langgraph dev; every message checked"
@@ -229,6 +257,8 @@ def run_bench(args: argparse.Namespace) -> int:
         _emit(args, report, search_table(report))
         _stderr(f"wrote {path}")
         return 0
+    if args.bench == "agent":
+        return _agent(args)
     if args.bench == "server-load":
         return _server_load(args)
     if args.bench == "topics":
@@ -242,6 +272,28 @@ def run_bench(args: argparse.Namespace) -> int:
     )
     path = _write(args.out, "fanout.json", report)
     _emit(args, report, fanout_table(report))
+    _stderr(f"wrote {path}")
+    return 0
+
+
+def _agent(args: argparse.Namespace) -> int:
+    from langgraph_topics.bench.agent import AgentBenchConfig, agent_table, run_agent_bench
+
+    try:
+        config = AgentBenchConfig(
+            turns=args.turns,
+            tool_every=args.tool_every,
+            budget=args.budget,
+            system_tokens=args.system_tokens,
+            messages=args.messages,
+            embedder=args.embedder,
+            keep_recent=args.keep_recent,
+        )
+    except ValueError as error:
+        raise SystemExit(f"bench agent: {error}") from None
+    report = run_agent_bench(config, _stderr)
+    path = _write(args.out, "agent.json", report)
+    _emit(args, report, agent_table(report))
     _stderr(f"wrote {path}")
     return 0
 

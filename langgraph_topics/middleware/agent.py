@@ -87,35 +87,56 @@ from typing import Annotated, Any, NotRequired, cast
 from langchain.agents.middleware.types import (
     AgentMiddleware,
     AgentState,
+    ExtendedModelResponse,
     ModelRequest,
     ModelResponse,
     PrivateStateAttr,
 )
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    SystemMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import ExecutionInfo, Runtime
+from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from langgraph_topics.integrations.messages import context_messages
+from langgraph_topics.integrations.tool_rounds import (
+    continues_user_turn,
+    stamped,
+    tool_round_update,
+)
 from langgraph_topics.memory import TopicMemory
+from langgraph_topics.middleware.request_tokens import FixedParts, request_tokens, tools_tokens
 from langgraph_topics.namespace.reference import find_references
 from langgraph_topics.namespace.tool import READ_NAMESPACE, READ_NAMESPACE_TOOL
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.roles.llm.responder import ACTIVATE_TOPIC_TOOL
-from langgraph_topics.services import TopicContext, thread_id_of
-from langgraph_topics.state.messages import TIMESTAMP_KEY
+from langgraph_topics.services import TopicContext, TopicServices, thread_id_of
+from langgraph_topics.settings import MIN_BUDGET_TOKENS
+from langgraph_topics.state.messages import text_of
 from langgraph_topics.state.records import ActivationRequest, AssembledContext
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.stores.namespace_store import NamespaceEntryError
 
 ACTIVATE_TOPIC = "activate_topic"
 """Name of the tool the middleware registers."""
+
+_OWN_TOOLS = (ACTIVATE_TOPIC, READ_NAMESPACE)
+"""The tools the middleware registers (offered only while they help)."""
+
+OWN_TOOLS_SHARE = 0.15
+"""Room is kept for the memory's own tools when they take at most this share of its part."""
 
 _LAST_NODE = "bookkeeping"
 """The memory graph's last node: writes recorded as its output leave nothing to run."""
@@ -127,9 +148,14 @@ class ModelCallWindow(TypedDict):
     context: AssembledContext
     """The assembled main window (also the memory's ``state["context"]``)."""
     turn: int
-    """The memory's turn that assembled it (one per model call)."""
+    """The memory's turn that assembled it (one per user turn)."""
     can_activate: bool
     """Whether the thread has dormant topics that ``activate_topic`` could wake."""
+    own_tools: NotRequired[bool]
+    """False when the budget has no room left for ``activate_topic`` and ``read_namespace``."""
+    closes_turn: NotRequired[bool]
+    """Whether the reply closes the memory turn (its bookkeeping): the first call of a user
+    turn does; its tool rounds, which ran no memory turn, do not."""
 
 
 class TopicAgentState(AgentState[Any]):
@@ -199,90 +225,213 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         ]
         self._pending_reads: dict[str, list[str]] = {}
         """References ``read_namespace`` validated, per thread, for the next model call."""
+        self._woken: set[str] = set()
+        """Threads where ``activate_topic`` woke topics: their next call runs a whole turn,
+        so that the woken topics are read."""
         self._reads_lock = threading.Lock()
 
     # -- the hooks ---------------------------------------------------------------------------
-
-    def before_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
-        """Record the new messages, assemble the window, drop split messages from the agent."""
-        thread_id = thread_id_of(runtime)
-        messages = state["messages"]
-        with self._reads_lock:
-            reads = self._pending_reads.pop(thread_id, [])
-        turn_input: dict[str, Any] = {"mode": "assemble"}
-        if reads:
-            turn_input["read_namespace"] = reads
-        with self._writing(thread_id):
-            fresh = self._unrecorded(thread_id, self.memory.state(thread_id), messages)
-            result = self.memory.run_turn(thread_id, {"messages": fresh, **turn_input})
-        kept = {m.id for m in result["messages"]}
-        removals = [RemoveMessage(id=m.id) for m in messages if m.id and m.id not in kept]
-        topics = result.get("topics") or {}
-        window: ModelCallWindow = {
-            "context": result["context"],
-            "turn": result.get("turn", 0),
-            "can_activate": any(t["status"] == "dormant" for t in topics.values()),
-        }
-        update: dict[str, Any] = {"topic_window": window}
-        if removals:
-            update["messages"] = removals
-        return update
 
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Call the model with the assembled window in place of the agent's messages."""
-        return handler(self.windowed(request))
+    ) -> ExtendedModelResponse[Any]:
+        """Assemble the window (once per user turn), then call the model with it.
+
+        The window is assembled here rather than in ``before_model`` because only the model
+        request shows the agent's system prompt and bound tools, which the budget covers.
+
+        Raises:
+            InputError: The budget leaves topic memory under ``MIN_BUDGET_TOKENS`` once the
+                agent's system prompt and tools are counted (before anything is recorded).
+        """
+        window, removals = self.prepare(request)
+        response = handler(self.windowed(request, window))
+        return self._extended(response, window, removals)
 
     def after_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
-        """Record the reply (with its tool calls) and run the turn's bookkeeping."""
+        """Record the reply (with its tool calls); the first reply of a user turn closes it."""
         window = state.get("topic_window")
-        self._record(thread_id_of(runtime), state, turn=window["turn"] if window else None)
-        return {"topic_window": None}
+        turn = window["turn"] if window and window.get("closes_turn", True) else None
+        update: dict[str, Any] = {"topic_window": None}
+        removals = self._record(thread_id_of(runtime), state, turn=turn)
+        if removals:
+            update["messages"] = removals
+        return update
 
-    def after_agent(self, state: TopicAgentState, runtime: Runtime[Any]) -> None:
+    def after_agent(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record what came after the last model call (results of ``return_direct`` tools)."""
-        self._record(thread_id_of(runtime), state, turn=None)
-
-    async def abefore_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
-        """``before_model`` in a worker thread (the memory's stores and checkpointer block)."""
-        return await asyncio.to_thread(self.before_model, state, runtime)
+        removals = self._record(thread_id_of(runtime), state, turn=None)
+        return {"messages": removals} if removals else None
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Call the model with the assembled window in place of the agent's messages."""
-        return await handler(self.windowed(request))
+    ) -> ExtendedModelResponse[Any]:
+        """``wrap_model_call`` for asyncio: the memory's work runs in a worker thread."""
+        window, removals = await asyncio.to_thread(self.prepare, request)
+        response = await handler(self.windowed(request, window))
+        return self._extended(response, window, removals)
 
     async def aafter_model(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any]:
         """``after_model`` in a worker thread."""
         return await asyncio.to_thread(self.after_model, state, runtime)
 
-    async def aafter_agent(self, state: TopicAgentState, runtime: Runtime[Any]) -> None:
+    async def aafter_agent(
+        self, state: TopicAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
         """``after_agent`` in a worker thread."""
-        await asyncio.to_thread(self.after_agent, state, runtime)
+        return await asyncio.to_thread(self.after_agent, state, runtime)
 
-    # -- the model request -------------------------------------------------------------------
+    @staticmethod
+    def _extended(
+        response: ModelResponse[Any] | AIMessage,
+        window: ModelCallWindow,
+        removals: list[RemoveMessage],
+    ) -> ExtendedModelResponse[Any]:
+        """The model's response with the window and the split messages' removal as a command."""
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        update: dict[str, Any] = {"topic_window": window}
+        if removals:
+            update["messages"] = removals
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
-    def windowed(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+    # -- the window --------------------------------------------------------------------------
+
+    def prepare(self, request: ModelRequest[Any]) -> tuple[ModelCallWindow, list[RemoveMessage]]:
+        """The window of this model call, and the agent's messages the memory split away.
+
+        The first call of a user turn records the new messages and runs one memory turn in mode
+        ``"assemble"`` (estimate; split when over 70 % of the budget; topic windows; weak-results
+        activation; assembly). Later calls of the same turn (tool rounds, retries) record the
+        new tool exchange and assemble again from that turn's topic results
+        (:mod:`~langgraph_topics.integrations.tool_rounds`): no fan-out, no split.
+        """
+        thread_id = thread_id_of(request.runtime)
+        messages = request.state["messages"]
+        counter = self.memory.services.token_counter
+        budget = self.memory.settings.budget_tokens
+        system = _system_text(request.system_message)
+        own = [t for t in request.tools if _tool_name(t) in _OWN_TOOLS]
+        app_tools = [t for t in request.tools if _tool_name(t) not in _OWN_TOOLS]
+        # The app's own parts first: a budget they leave too little of is refused before
+        # anything is recorded.
+        part = FixedParts.of(system, app_tools, counter).memory_budget(budget)
+        with self._reads_lock:
+            reads = self._pending_reads.pop(thread_id, [])
+            woken = thread_id in self._woken
+            self._woken.discard(thread_id)
+        with self._writing(thread_id):
+            values = self.memory.state(thread_id)
+            fresh = self._unrecorded(thread_id, values, messages)
+            # The memory's own tools are sent only while they help (dormant topics, stored
+            # tool results shown): room is kept for the ones that may be offered.
+            maybe = [
+                t
+                for t in own
+                if (_tool_name(t) == ACTIVATE_TOPIC and _can_activate(values))
+                or (_tool_name(t) == READ_NAMESPACE and bool(_last_refs(values)))
+            ]
+            # ... when they are a small share of it: under a tight budget the window keeps the
+            # room and they are offered only if they still fit (``_fit``).
+            reserve = tools_tokens(maybe, counter)
+            if reserve <= OWN_TOOLS_SHARE * part:
+                part -= reserve
+            if not woken and continues_user_turn(values, fresh, messages):
+                new = stamped(fresh, self.memory.services.clock().isoformat())
+                update = tool_round_update(
+                    values, new, self._runtime(thread_id, self._services(part)), reads=reads
+                )
+                self._commit(thread_id, update)
+                window: ModelCallWindow = {
+                    "context": update["context"],
+                    "turn": values.get("turn", 0),
+                    "can_activate": _can_activate(values),
+                    "closes_turn": False,
+                }
+                removals = _split_away(values, messages, new)
+            else:
+                turn_input: dict[str, Any] = {"messages": fresh, "mode": "assemble"}
+                if reads:
+                    turn_input["read_namespace"] = reads
+                result = self.memory.run_turn(thread_id, turn_input, services=self._services(part))
+                kept = {m.id for m in result["messages"]}
+                removals = [RemoveMessage(id=m.id) for m in messages if m.id and m.id not in kept]
+                window = {
+                    "context": result["context"],
+                    "turn": result.get("turn", 0),
+                    "can_activate": _can_activate(result),
+                    "closes_turn": True,
+                }
+            self._fit(thread_id, request, window, part, reads)
+        return window, removals
+
+    def _services(self, part: int) -> TopicServices:
+        """The memory's services with ``part`` as the window's budget."""
+        services = self.memory.services
+        if part == services.settings.budget_tokens:
+            return services
+        return services.with_run_settings({"budget_tokens": part})
+
+    def _fit(
+        self,
+        thread_id: str,
+        request: ModelRequest[Any],
+        window: ModelCallWindow,
+        part: int,
+        reads: list[str],
+    ) -> None:
+        """Assemble ``window`` again, smaller, while the whole request passes the budget.
+
+        Rare: a tool the window made worth offering (``read_namespace`` once a stored result
+        is shown, ``activate_topic`` once a topic fell asleep) that no room was kept for, or a
+        tokenizer merging across the seam of the two system prompts. Only the assembly runs
+        again, from the topic results the memory holds; the writer lock is held.
+        """
+        counter = self.memory.services.token_counter
+        budget = self.memory.settings.budget_tokens
+        for _ in range(3):
+            sent = self.windowed(request, window)
+            excess = (
+                request_tokens(sent.system_message, sent.messages, sent.tools, counter) - budget
+            )
+            if excess <= 0:
+                return
+            own = [t for t in sent.tools if _tool_name(t) in _OWN_TOOLS]
+            if own and window.get("own_tools", True):
+                # The memory's own tools give way first: the window is what recalls.
+                window["own_tools"] = False
+                continue
+            if part <= MIN_BUDGET_TOKENS:
+                return
+            part = max(MIN_BUDGET_TOKENS, part - excess)
+            values = self.memory.state(thread_id)
+            runtime = self._runtime(thread_id, self._services(part))
+            update = tool_round_update(values, [], runtime, reads=reads)
+            self._commit(thread_id, update)
+            window["context"] = update["context"]
+
+    def windowed(
+        self, request: ModelRequest[Any], window: ModelCallWindow | None = None
+    ) -> ModelRequest[Any]:
         """The request with the window's messages and ``activate_topic`` only when it helps.
 
-        Without a window (``before_model`` did not run, e.g. another middleware jumped straight
-        to the model) the messages are left as they are.
+        Without a window the messages are left as they are.
         """
-        window = cast(ModelCallWindow | None, request.state.get("topic_window"))
+        own = window is not None and window.get("own_tools", True)
         offer = (
-            window is not None
+            own
+            and window is not None
             and window["can_activate"]
             and self.offer_activation is not False
             and (self.offer_activation or supports_tools(request.model))
         )
         readable = (
-            window is not None
+            own
+            and window is not None
             and bool(window["context"].get("namespace_refs"))
             and (self.offer_reading or supports_tools(request.model))
         )
@@ -294,7 +443,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         ]
         if window is None:
             return request.override(tools=tools)
-        sent = context_messages(window["context"], request.system_prompt)
+        sent = context_messages(window["context"], _system_text(request.system_message))
         return request.override(
             system_message=cast(SystemMessage, sent[0]), messages=sent[1:], tools=tools
         )
@@ -338,7 +487,9 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         store = self.memory.services.branch_stores(thread_id, values).topic_store
         return [m for m in messages if m.id not in working and store.locate(m.id or "") is None]
 
-    def _record(self, thread_id: str, state: TopicAgentState, *, turn: int | None) -> None:
+    def _record(
+        self, thread_id: str, state: TopicAgentState, *, turn: int | None
+    ) -> list[RemoveMessage]:
         """Add the agent's unrecorded messages to the memory, closing memory turn ``turn``.
 
         The bookkeeping runs with the reply, once: only while ``turn`` is still the memory's
@@ -346,41 +497,40 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         repeated ``after_model``, e.g. after a crash, changes nothing). The write is a state
         update of the memory's graph as its last node, so the memory's checkpoint shows a
         finished turn: nothing left to run, nothing for ``resume``.
+
+        Returns:
+            The removal of the agent's messages the memory split meanwhile (a split runs
+            after the reply that made it due: ``Settings.split_after_reply``).
         """
         with self._writing(thread_id):
             values = self.memory.state(thread_id)
             fresh = self._unrecorded(thread_id, values, state["messages"])
             if not fresh:
-                return
+                return _split_away(values, state["messages"], [])
             close_turn = turn is not None and turn == values.get("turn")
-            services = self.memory.services
-            now = services.clock().isoformat()
-            stamped = [
-                m
-                if TIMESTAMP_KEY in m.additional_kwargs
-                else m.model_copy(
-                    update={"additional_kwargs": {**m.additional_kwargs, TIMESTAMP_KEY: now}}
-                )
-                for m in fresh
-            ]
+            new = stamped(fresh, self.memory.services.clock().isoformat())
             update: dict[str, Any] = {}
             if close_turn and values.get("context"):
                 update = bookkeeping(cast(TopicState, values), self._runtime(thread_id))
-            if stamped:
-                update["messages"] = stamped
-                update["total_messages"] = values.get("total_messages", 0) + len(stamped)
-                update["last_seen_id"] = stamped[-1].id
+            if new:
+                update["messages"] = new
+                update["total_messages"] = values.get("total_messages", 0) + len(new)
+                update["last_seen_id"] = new[-1].id
             if update:
                 self._commit(thread_id, update)
+            return _split_away(values, state["messages"], new)
 
     def _commit(self, thread_id: str, update: dict[str, Any]) -> None:
         config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         self.memory.graph.update_state(config, update, as_node=_LAST_NODE)
 
-    def _runtime(self, thread_id: str) -> Runtime[TopicContext]:
+    def _runtime(
+        self, thread_id: str, services: TopicServices | None = None
+    ) -> Runtime[TopicContext]:
         """A runtime for the memory's node functions, naming the memory's thread."""
         info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id=thread_id)
-        return Runtime(context=TopicContext(services=self.memory.services), execution_info=info)
+        context = TopicContext(services=services or self.memory.services)
+        return Runtime(context=context, execution_info=info)
 
     # -- activate_topic ----------------------------------------------------------------------
 
@@ -433,6 +583,8 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             )
         if not woken:
             return f"No earlier topic matches {request['query']!r}."
+        with self._reads_lock:
+            self._woken.add(thread_id)
         return (
             f"Recalled {', '.join(woken)}: the earlier messages on "
             f"{'it' if len(woken) == 1 else 'them'} are in your context from the next call."
@@ -492,3 +644,29 @@ def _tool_name(tool: BaseTool | dict[str, Any]) -> str | None:
         return tool.name
     name = tool.get("name")
     return name if isinstance(name, str) else None
+
+
+def _system_text(message: SystemMessage | None) -> str | None:
+    return text_of(message) if message is not None else None
+
+
+def _can_activate(values: dict[str, Any]) -> bool:
+    """Whether the thread has dormant topics that ``activate_topic`` could wake."""
+    return any(t["status"] == "dormant" for t in (values.get("topics") or {}).values())
+
+
+def _split_away(
+    values: dict[str, Any], messages: Sequence[AnyMessage], new: Sequence[BaseMessage]
+) -> list[RemoveMessage]:
+    """Removals of the agent's ``messages`` that left the memory's working set (split).
+
+    ``values`` is the memory's state before ``new`` (just recorded) joined its working set.
+    """
+    held = {m.id for m in values.get("messages", [])} | {m.id for m in new}
+    return [RemoveMessage(id=m.id) for m in messages if m.id and m.id not in held]
+
+
+def _last_refs(values: dict[str, Any]) -> list[str]:
+    """The stored tool results the thread's last window showed by reference."""
+    context = values.get("context") or {}
+    return list(context.get("namespace_refs") or [])

@@ -64,6 +64,10 @@ UNSPLIT_FALLBACK_VALUE = 0.3
 """Value of an older unsplit message when no evidence scores are at hand (newer ones first)."""
 TRIM_RECORD_LIMIT = 50
 """The most valuable pieces that gave way are recorded (all of them are counted)."""
+EVIDENCE_FLOOR = 0.3
+"""Share of the room after the instructions that the recent messages leave to the evidence
+(quotes, summaries, older unsplit messages) when there is any: at most budgets they take less
+than the rest anyway; under an agent's long system prompt they would take it all."""
 WORKFLOW_SHARE = 0.5
 """The workflow block (seed 001 T4) may take at most this share of the room the instructions
 and the recent messages leave: it goes first, but the recalled evidence keeps the rest."""
@@ -496,7 +500,17 @@ def assemble_window(
     tokens = MessageTokens(counter)
     base_prompt = render_system_prompt([], language, prompt_dir)
     base_tokens = counter(base_prompt)
-    recent = _fit_recent(recent, budget - base_tokens, tokens, trimmed)
+    # A tight window (an agent's own prompt and tools take most of the budget) would go to the
+    # recent messages alone: the oldest of them are shortened (never dropped, invariant 2) so
+    # that recalled evidence keeps a floor: the largest of a few that leaves the newest whole.
+    floor = int(EVIDENCE_FLOOR * (budget - base_tokens)) if ranked or unsplit else 0
+    for share in (floor, floor // 2, floor // 4, 0):
+        floored: list[TrimRecord] = []
+        fitted = _fit_recent(recent, budget - base_tokens - share, tokens, floored)
+        if not share or not recent or fitted[-1] is recent[-1]:
+            break
+    trimmed.extend(floored)
+    recent = fitted
     recent_tokens = sum(tokens(m) for m in recent)
     room = budget - base_tokens - recent_tokens
     workflow_block, workflow_cost = "", 0
