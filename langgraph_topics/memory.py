@@ -441,6 +441,12 @@ class TopicMemory:
                 done += len(batch)
                 if progress:
                     progress(done)
+            # 3–20 active after an import too (seed 000 §4.7): each split activated what it
+            # touched, and the first turn after the import must read no more than any other.
+            from langgraph_topics.activation.active_cap import cap_after_import
+
+            with self._locks.files(thread_id):
+                cap_after_import(self, thread_id)
         return len(fresh)
 
     def _held_messages(self, thread_id: str, ids: Sequence[str]) -> dict[str, StoredMessage]:

@@ -32,6 +32,10 @@ DEFAULT_SUBTOPIC_LIMIT_TOKENS = 4000
 """Native size limit of a topic: the window renders a divided topic's family as one block, so
 dividing at it keeps the native evidence recall (benchmarks/README §1)."""
 CHEAP_CONTEXT_ENV = "LANGGRAPH_TOPICS_CHEAP_CONTEXT_TOKENS"
+WINDOW_INPUT_ENV = "LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS"
+DEFAULT_WINDOW_INPUT_TOKENS = 40_000
+"""Cheap-model input of one turn's topic windows: about six calls of a full topic (4,000
+tokens, ``DEFAULT_SUBTOPIC_LIMIT_TOKENS``) read against an 8,000-token budget's working set."""
 STORE_PROFILES = ("embedded", "postgres")
 """Where a memory keeps its threads: ``embedded`` (files and SQLite under ``data_dir``) or
 ``postgres`` (checkpoints and topics in one PostgreSQL database shared by every worker)."""
@@ -285,6 +289,21 @@ class Settings:
     topic_window_share: float = 0.5
     """Share of the cheap model's context a topic may fill before it is divided; the rest is
     the unsplit messages, the instructions and the reply."""
+    topic_window_governor: bool = True
+    """Whether the governor decides which active topics get a model call each turn
+    (``activation/governor.py``): a topic whose best evidence cannot enter the window is not
+    read, an unchanged topic's result is reused, and ``topic_window_input_tokens`` caps the
+    turn. It governs model back ends only; the native topic window reads every active topic
+    (it costs milliseconds, and its reads are the recall the benchmarks measure)."""
+    topic_window_input_tokens: int | None = field(
+        default_factory=lambda: (
+            int(_env_number(WINDOW_INPUT_ENV, DEFAULT_WINDOW_INPUT_TOKENS, "tokens")) or None
+        )
+    )
+    """The most cheap-model input tokens (cached or not, estimated with the token counter)
+    the governed topic windows of one turn may send; the topics with the best evidence are
+    read first. None: no cap. ``LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS`` sets it (0: no
+    cap)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
@@ -324,6 +343,15 @@ class Settings:
             )
         if not 0 < self.topic_window_share <= 1:
             raise ValueError(f"topic_window_share must be in (0, 1], got {self.topic_window_share}")
+        if self.topic_window_input_tokens is not None and self.topic_window_input_tokens < 1:
+            raise ValueError(
+                "topic_window_input_tokens must be positive (None: no cap), got "
+                f"{self.topic_window_input_tokens}"
+            )
+        if self.split_topic_candidates < 1:
+            raise ValueError(
+                f"split_topic_candidates must be at least 1, got {self.split_topic_candidates}"
+            )
         if self.min_split_messages < 1:
             raise ValueError(
                 f"min_split_messages must be at least 1, got {self.min_split_messages}"

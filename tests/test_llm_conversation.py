@@ -141,6 +141,9 @@ def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
         # One round: these four turns then show a dormancy and an activate_topic call (the
         # default, conservative 3 rounds is covered by test_dormancy).
         "dormancy_rounds": 1,
+        # Every topic read every turn: what this conversation checks call by call (the
+        # governor's skips and reuses are tests/test_window_governor.py's).
+        "topic_window_governor": False,
         "language": "en",
         "retry_backoff_seconds": 0.001,
         "strong_model": None,

@@ -28,6 +28,51 @@ def sliding_average(scores: Sequence[float], window: int) -> float:
     return sum(w * s for w, s in zip(weights, recent, strict=True)) / sum(weights)
 
 
+def rank_active(
+    active: Sequence[TopicRecord],
+    settings: Settings,
+    *,
+    protected: Collection[str] = (),
+    core: Collection[str] = (),
+) -> list[TopicRecord]:
+    """Active topics best first: woken this turn, core, then by sliding average and recency.
+
+    Recency breaks ties, so topics never scored yet (an import's) rank by their last activity.
+    """
+    return sorted(
+        active,
+        key=lambda t: (
+            t["id"] in protected,
+            t["id"] in core,
+            sliding_average(t["scores"], settings.score_window),
+            t["last_active_at"],
+        ),
+        reverse=True,
+    )
+
+
+def over_the_cap(topics: Sequence[TopicRecord], settings: Settings) -> dict[str, str]:
+    """The active topics past ``max_active`` after an import or a migration, with the reason.
+
+    An import splits without a question to score against, so its topics have no scores: the
+    most recently active stay (the conversation goes on where it stopped), their scores
+    breaking ties; the rest fall dormant, and the index wakes them when they are asked for.
+    """
+    active = [t for t in topics if t["status"] == "active"]
+    if len(active) <= settings.max_active:
+        return {}
+    ranked = sorted(
+        active,
+        key=lambda t: (t["last_active_at"], sliding_average(t["scores"], settings.score_window)),
+        reverse=True,
+    )
+    return {
+        t["id"]: f"rank {rank + 1} by recency past the maximum of {settings.max_active}"
+        for rank, t in enumerate(ranked)
+        if rank >= settings.max_active
+    }
+
+
 @dataclass(frozen=True)
 class ActivityDecision:
     """Which active topics stay active and which fall dormant, with the reason."""
@@ -45,6 +90,7 @@ def decide_dormancy(
     scored: Collection[str] | None = None,
     protected: Collection[str] = (),
     core: Collection[str] = (),
+    unreached: Collection[str] = (),
 ) -> ActivityDecision:
     """Rank the active topics by sliding average and put the lasting tail to sleep.
 
@@ -63,29 +109,36 @@ def decide_dormancy(
             search): they cannot fall asleep in the turn that woke them.
         core: Core-tier topics (``scoring``): never put to sleep by rank, and ranked first
             for ``max_active``.
+        unreached: Topics the governor skipped this turn for their evidence
+            (``activation/governor.py``): no score is added for them, but the round counts
+            as one at risk, scored or not, so a topic kept out of reach falls asleep after
+            ``dormancy_rounds`` such turns as a low-scoring one would.
+
+    ``max_active`` holds for every active topic, woken this turn or never scored (the woken
+    ones rank first): the 3–20 range holds at the end of every turn.
     """
     active = [t for t in topics if t["status"] == "active"]
     count = len(active)
     sleep_below = dormancy_threshold(count)
     strict_below = activation_threshold(count)
     average = {t["id"]: sliding_average(t["scores"], settings.score_window) for t in active}
-    ranked = sorted(
-        active,
-        key=lambda t: (t["id"] in protected, t["id"] in core, average[t["id"]]),
-        reverse=True,
-    )
+    ranked = rank_active(active, settings, protected=protected, core=core)
     keep: list[str] = []
     dormant: dict[str, str] = {}
     low_rounds: dict[str, int] = {}
     for rank, topic in enumerate(ranked):
         topic_id, mean = topic["id"], average[topic["id"]]
         risk: str | None = None
-        if topic_id in protected or rank < settings.min_active or not topic["scores"]:
-            # Woken this turn, within the lower bound, or never scored yet: not judged now.
-            pass
-        elif rank >= settings.max_active:
+        if rank >= settings.max_active:
             dormant[topic_id] = f"rank {rank + 1} beyond the maximum of {settings.max_active}"
             continue
+        if topic_id in protected or rank < settings.min_active:
+            # Woken this turn or within the lower bound: not judged now.
+            pass
+        elif topic_id in unreached:
+            risk = "no evidence in reach of the window"
+        elif not topic["scores"]:
+            pass  # never scored yet: not judged now
         elif mean < sleep_below:
             risk = (
                 f"average {mean:.2f} under the dormancy threshold {sleep_below:.2f}"
@@ -99,7 +152,7 @@ def decide_dormancy(
         previous = topic.get("low_rounds", 0)
         if risk is None:
             rounds = 0
-        elif scored is not None and topic_id not in scored:
+        elif scored is not None and topic_id not in scored and topic_id not in unreached:
             rounds = previous
         else:
             rounds = previous + 1

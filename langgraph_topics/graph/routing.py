@@ -7,6 +7,7 @@ from typing import Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from langgraph_topics.activation.fan_out_plan import govern, over_max_active, skipped_this_turn
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.schema import TopicState, TopicWindowInput, TopicWindowTask
 from langgraph_topics.state.turn_records import turn_records
@@ -42,20 +43,29 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
     """One topic-window task per active topic that has no result yet this turn.
 
     After an activation only the newly activated topics lack a result, so only they are read;
-    the earlier results are reused.
+    the earlier results are reused. Each task carries the governor's decision
+    (``activation/governor.py``): a skipped topic's task only records the skip and why, a
+    reused one returns the topic's previous result without a model call.
     """
     done = state.get("topic_results") or {}
+    skipped = skipped_this_turn(state)  # an earlier pass's skips stand for the turn
     pending = [
         topic_id
         for topic_id, record in (state.get("topics") or {}).items()
-        if record["status"] == "active" and topic_id not in done
+        if record["status"] == "active" and topic_id not in done and topic_id not in skipped
     ]
     if not pending:
         return "assemble"
+    services = services_of(runtime)
     unsplit = turn_records(state["messages"])
     thread_id = thread_id_of(runtime)
     round_ = state.get("activation_rounds", 0)
     families = prior_families(state.get("topics") or {})
+    # Seed 000 §4.7: never more than max_active read, whatever the registry holds; then the
+    # governor decides the model calls (none for the native back end).
+    decisions = over_max_active(state, services)
+    reading = [t for t in pending if t not in decisions]
+    decisions |= govern(state, services, thread_id, reading, unsplit, families)
     tasks = [
         TopicWindowTask(
             thread_id=thread_id,
@@ -66,9 +76,12 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
         )
         for topic_id in pending
     ]
-    if families:
-        for task in tasks:
+    for task in tasks:
+        if families:
             task["families"] = families
+        decision = decisions.get(task["topic_id"])
+        if decision is not None:
+            task["governor"] = decision
     return [Send("topic_window", TopicWindowInput(window_task=task)) for task in tasks]
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
+from langgraph_topics.activation.governor import UNREACHED_REASONS
 from langgraph_topics.activation.grey import activation_threshold, decide_dormancy
 from langgraph_topics.scoring import core_topics, turn_counts, with_counts
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
@@ -18,7 +19,9 @@ from langgraph_topics.tuning.turn import log_turn
 def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Append this turn's scores and usage to each topic's record and apply dormancy.
 
-    A topic whose window failed this turn keeps its history unchanged (no score is invented).
+    A topic whose window failed this turn keeps its history unchanged (no score is invented),
+    and so does one the governor skipped (``activation/governor.py``); a skip for its evidence
+    counts as a round at risk of dormancy, a skip for the input cap does not.
     Dormancy is conservative: a topic falls asleep only after ``Settings.dormancy_rounds``
     scored rounds at risk, and never in the turn that activated it (seed 000 §15.6).
     """
@@ -51,8 +54,20 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
     # Only active topics can fall asleep: scoring the whole registry would grow with it.
     active = {topic_id: t for topic_id, t in topics.items() if t["status"] == "active"}
     core = core_topics(active, clock, decay_days=settings.score_decay_days)
+    # Skipped by the governor for their evidence: no score, but a round at risk (grey.py).
+    unreached = {
+        t
+        for e in turn_events
+        if e["kind"] == "skipped" and e.get("reason") in UNREACHED_REASONS
+        for t in e.get("topic_ids", [])
+    }
     decision = decide_dormancy(
-        list(topics.values()), settings, scored=set(results), protected=woken, core=core
+        list(topics.values()),
+        settings,
+        scored=set(results),
+        protected=woken,
+        core=core,
+        unreached=unreached - set(results),
     )
     for topic_id, rounds in decision.low_rounds.items():
         record = {**topics[topic_id], "low_rounds": rounds}

@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
+from langgraph_topics.activation.governor import memo_of
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.namespace.topic_views import TopicViews
 from langgraph_topics.namespace.unsplit_shown import shown_unsplit
@@ -17,8 +18,8 @@ from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.protocols import TopicVerdict
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.runtime_protocols import has_views, uses_evidence
-from langgraph_topics.services import TopicContext, branch_ranges, services_of
-from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
+from langgraph_topics.services import TopicContext, TopicServices, branch_ranges, services_of
+from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent, WindowDecision
 from langgraph_topics.state.schema import TopicWindowInput, TopicWindowTask
 from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.summaries.card import SummaryCard
@@ -74,6 +75,11 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     task = state.get("window_task") or cast(TopicWindowTask, state)
     services = services_of(runtime)
     settings = services.settings
+    decision = task.get("governor")
+    if decision is not None:
+        governed = _governed(task, decision, services)
+        if governed is not None:
+            return governed
     stores = services.stores(task["thread_id"], branch_ranges(task))
     store = stores.topic_store
     try:
@@ -187,6 +193,13 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     }
     if card is not None:
         result["summary_card"] = card
+    if decision is not None:
+        result["window"] = "read"
+        result["input_tokens"] = decision.get("input_tokens", 0)
+        if decision.get("fingerprint") and not verdict.get("prompt_refused"):
+            memo_of(services.roles.topic_window).keep(
+                _scope(task, services), task["topic_id"], decision["fingerprint"], result
+            )
     dropped = len(verdict["referenced_message_ids"]) - len(references)
     update: dict[str, Any] = {"topic_results": {task["topic_id"]: result}}
     if dropped and score >= settings.reference_threshold:
@@ -215,6 +228,37 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
         }
         update.setdefault("events", []).append(refused)
     return update
+
+
+def _scope(task: TopicWindowTask, services: TopicServices) -> tuple[str, str]:
+    return str(services.settings.data_dir), task["thread_id"]
+
+
+def _governed(
+    task: TopicWindowTask, decision: WindowDecision, services: TopicServices
+) -> dict[str, Any] | None:
+    """A skipped topic's event, or a reused topic's previous result (None: read it now).
+
+    A result the memo no longer holds (another process, evicted) is read again.
+    """
+    topic_id = task["topic_id"]
+    if decision["decision"] == "skip":
+        event: TurnEvent = {
+            "kind": "skipped",
+            "topic_ids": [topic_id],
+            "reason": decision.get("reason", ""),
+            "detail": f"topic window not read: {decision.get('detail', '')}",
+        }
+        return {"events": [event]}
+    if decision["decision"] != "reuse":
+        return None
+    kept = memo_of(services.roles.topic_window).take(
+        _scope(task, services), topic_id, decision.get("fingerprint", "")
+    )
+    if kept is None:
+        return None
+    reused: TopicResult = {**kept, "round": task["round"], "window": "reused", "input_tokens": 0}
+    return {"topic_results": {topic_id: reused}}
 
 
 def _in_conversation_order(

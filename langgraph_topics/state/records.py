@@ -153,6 +153,12 @@ class TopicResult(TypedDict):
     whenever ``summary`` is. The main window shows ``summary``, the card's ``text``."""
     round: int
     """Which pass of this turn produced it: 0 for the first fan-out, n for the n-th activation."""
+    window: NotRequired[Literal["read", "reused"]]
+    """How a governed topic window produced it (``activation/governor.py``): a model call
+    (``read``), or the previous result of an unchanged topic and evidence (``reused``).
+    Absent for a back end the governor does not govern (the native one)."""
+    input_tokens: NotRequired[int]
+    """The governor's estimate of the call's input tokens (0 for a reused result)."""
 
 
 class SectionTokens(TypedDict):
@@ -231,10 +237,26 @@ class TurnEvent(TypedDict):
         "restored",
         "subtopics",
         "oversized",
+        "skipped",
     ]
     detail: str
     topic_ids: NotRequired[list[str]]
     reason: NotRequired[str]
+
+
+class WindowDecision(TypedDict):
+    """What the governor decided for one topic window this turn (``activation/governor.py``)."""
+
+    decision: Literal["read", "reuse", "skip"]
+    reason: NotRequired[str]
+    """Why a topic is skipped: ``out_of_reach``, ``under_floor``, ``input_cap``, ``max_active``."""
+    detail: NotRequired[str]
+    """The reason in words, with its numbers (the tuning log's and the event's text)."""
+    fingerprint: NotRequired[str]
+    """The topic and the question's evidence for it, hashed: a result is reused only for
+    the same fingerprint."""
+    input_tokens: NotRequired[int]
+    """The estimated input tokens of the call."""
 
 
 class EstimateRecord(TypedDict):

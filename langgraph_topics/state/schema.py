@@ -21,6 +21,7 @@ from langgraph_topics.state.records import (
     TopicRecord,
     TopicResult,
     TurnEvent,
+    WindowDecision,
 )
 from langgraph_topics.state.reducers import append_events, merge_oversized, merge_topic_results
 from langgraph_topics.workflow.records import ActivePath
@@ -112,6 +113,8 @@ class TopicWindowTask(TypedDict):
     """The messages the topic is read against (the unsplit ones, the new message last)."""
     families: NotRequired[dict[str, str]]
     """Subtopics mapped to the topic they were divided from (their evidence prior's group)."""
+    governor: NotRequired[WindowDecision]
+    """The governor's decision for this window (absent: read, as the native back end is)."""
 
 
 class TopicWindowInput(TypedDict):

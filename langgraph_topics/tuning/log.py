@@ -3,6 +3,9 @@
 A line holds what §16 says to watch: each topic's score and sliding average, activations and
 dormancies with their reason, how many messages each topic quoted, the share of the main window
 taken by topic results, and per model role the calls, latency, tokens, retries and fallbacks.
+Under the topic-window governor (``activation/governor.py``) each topic says how it was served
+(``window``: ``read``, ``reused`` or ``skipped`` with the reason), and ``topic_windows`` totals
+the turn's reads, reuses, skips and estimated input tokens against the cap.
 """
 
 from __future__ import annotations
@@ -49,12 +52,13 @@ def tuning_line(
         for r in records
         if r.role == "topic_window" and r.topic_id is not None
     }
+    skipped = {t: e for e in events if e["kind"] == "skipped" for t in e.get("topic_ids", [])}
     topic_lines: dict[str, Any] = {}
     for topic_id, record in topics.items():
         result = results.get(topic_id)
-        if result is None and record["status"] != "active":
+        if result is None and record["status"] != "active" and topic_id not in skipped:
             continue
-        topic_lines[topic_id] = {
+        line: dict[str, Any] = {
             "name": record["name"],
             "status": record["status"],
             "score": result["relevance_score"] if result else None,
@@ -63,6 +67,15 @@ def tuning_line(
             "round": result["round"] if result else None,
             "prompt_prefix_share": prefix_shares.get(topic_id),
         }
+        # The governor's decision (activation/governor.py), for the back ends it governs.
+        if result is not None and "window" in result:
+            line["window"] = result["window"]
+        elif result is None and topic_id in skipped:
+            line["window"] = "skipped"
+            line["skipped"] = skipped[topic_id].get("reason", "")
+            line["skip_detail"] = skipped[topic_id]["detail"]
+        topic_lines[topic_id] = line
+    governed = [r for r in results.values() if "window" in r]
     window: dict[str, Any] | None = None
     if context is not None:
         tokens = context["tokens"]
@@ -84,7 +97,19 @@ def tuning_line(
         "events": [dict(e) for e in events],
         "main_window": window,
         "roles": role_totals(list(records)),
-    }
+    } | (
+        {
+            "topic_windows": {
+                "read": sum(1 for r in governed if r["window"] == "read"),
+                "reused": sum(1 for r in governed if r["window"] == "reused"),
+                "skipped": len(skipped),
+                "input_tokens": sum(r.get("input_tokens", 0) for r in governed),
+                "input_cap": settings.topic_window_input_tokens,
+            }
+        }
+        if governed or skipped
+        else {}
+    )
 
 
 def append_line(path: Path, line: Mapping[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
+from typing import ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -15,13 +16,20 @@ from langgraph_topics.roles.llm.escaping import escape_text, render_messages
 from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.prefix_share import PrefixTracker
 from langgraph_topics.roles.llm.retries import is_prompt_too_long
-from langgraph_topics.roles.llm.xml_reply import child_text, parse_score, root_element
+from langgraph_topics.roles.llm.xml_reply import (
+    ReplyFormatError,
+    child_text,
+    parse_score,
+    root_element,
+)
 from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict, TopicWindow
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import CallRecord, current_collector
 
 ELEMENT = "topic_result"
+SUMMARY_THRESHOLD = 0.3
+"""The score under which the prompt asks for the score alone (seed 000 §4.2: 0.3)."""
 _ID_TOKEN = re.compile(r"[^\s,;，；、`'\"\[\]()]+")
 
 
@@ -58,6 +66,7 @@ def parse_verdict(
     *,
     citable_ids: Collection[str] | None = None,
     saved_tokens: Callable[[str, list[str]], int] | None = None,
+    summary_threshold: float = SUMMARY_THRESHOLD,
 ) -> tuple[TopicVerdict, int]:
     """The verdict of a ``<topic_result>`` reply and how many unknown ids were dropped.
 
@@ -67,6 +76,8 @@ def parse_verdict(
         citable_ids: What the summary card's facts may cite (the whole input); ``known_ids``
             by default.
         saved_tokens: ``(summary, referenced ids) -> tokens saved`` for the card; 0 without.
+        summary_threshold: Under this score the prompt asks for the score alone: the rest
+            is read when well-formed and dropped, without a retry, when not.
 
     Raises:
         ReplyFormatError: No single closed ``<topic_result>``, a score that is missing, not a
@@ -75,6 +86,23 @@ def parse_verdict(
     """
     body = root_element(reply, ELEMENT)
     score = parse_score(child_text(body, "relevance_score", required=True), "relevance_score")
+    if score < summary_threshold:
+        # Under the threshold only the score is used (seed 000 §6.1): what else a model wrote
+        # is read when it is well-formed, and a malformed rest costs no retry.
+        try:
+            return _references_and_summary(body, score, known_ids, citable_ids, saved_tokens)
+        except ReplyFormatError:
+            return {"relevance_score": score, "referenced_message_ids": [], "summary": ""}, 0
+    return _references_and_summary(body, score, known_ids, citable_ids, saved_tokens)
+
+
+def _references_and_summary(
+    body: str,
+    score: float,
+    known_ids: set[str],
+    citable_ids: Collection[str] | None,
+    saved_tokens: Callable[[str, list[str]], int] | None,
+) -> tuple[TopicVerdict, int]:
     listed = child_text(body, "referenced_messages") or ""
     tokens = [t.lstrip("-*•").strip() for t in _ID_TOKEN.findall(listed)]
     tokens = [t for t in tokens if t]
@@ -115,6 +143,10 @@ class LlmTopicWindow:
         prefixes: Tracker of each topic's previous prompt (prefix share per call).
         count_tokens: How a summary card's ``tokens_saved`` is counted.
     """
+
+    governed: ClassVar[bool] = True
+    """Each read is a model call: the governor decides which topics are read each turn
+    (``activation/governor.py``)."""
 
     def __init__(
         self,

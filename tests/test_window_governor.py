@@ -1,0 +1,352 @@
+"""The topic-window governor and the active cap (issue 33 items 3 and 4, seed 000 §4.7)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+from conftest import MemoryFactory
+from conversations import subject_records
+from fakes import RecordingTopicWindow, with_roles
+from langchain_core.messages import AIMessage, ToolMessage
+
+from langgraph_topics import TopicMemory
+from langgraph_topics.activation import governor
+from langgraph_topics.activation.governor import TopicCandidate, TopicEvidence, plan_windows
+from langgraph_topics.activation.grey import decide_dormancy, over_the_cap
+from langgraph_topics.roles.llm.topic_window import parse_verdict
+from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.services import thread_directory_name
+from langgraph_topics.settings import Settings
+from langgraph_topics.state.records import TopicRecord
+from langgraph_topics.tuning.log import read_tuning_log, tuning_log_path
+
+ORDER = ["sourdough", "stocks", "kyoto", "fitness", "stocks", "kyoto"]
+SOURDOUGH = "How often should I feed the sourdough starter when it lives in the fridge?"
+
+
+@dataclass
+class GovernedWindow(RecordingTopicWindow):
+    """A recording window the governor treats as a model back end (as ``LlmTopicWindow``)."""
+
+    governed: ClassVar[bool] = True
+
+
+def _candidate(topic_id: str, rank: int | None, relevance: float = 0.5, tokens: int = 1000) -> Any:
+    found = None if rank is None else TopicEvidence(rank, relevance, (f"{topic_id}-m",))
+    return TopicCandidate(topic_id, f"fp-{topic_id}", found, tokens)
+
+
+def _topic(topic_id: str, scores: list[float], when: str = "2026-01-01", **extra: Any) -> Any:
+    record: TopicRecord = {
+        "id": topic_id,
+        "name": topic_id,
+        "status": "active",
+        "parent_id": None,
+        "scores": scores,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "last_active_at": f"{when}T00:00:00+00:00",
+        "message_count": 4,
+    }
+    return {**record, **extra}
+
+
+def _log(memory: TopicMemory, thread: str = "t") -> list[dict[str, Any]]:
+    path = tuning_log_path(memory.settings.data_dir, thread_directory_name(thread))
+    return read_tuning_log(path)
+
+
+def _chat_line(memory: TopicMemory, thread: str = "t") -> dict[str, Any]:
+    return next(line for line in reversed(_log(memory, thread)) if line["mode"] == "chat")
+
+
+def _skips(memory: TopicMemory, thread: str = "t") -> dict[str, str]:
+    """The last chat turn's skips, from its tuning-log line (a split after the reply is a
+    run of its own, with events of its own)."""
+    line = _chat_line(memory, thread)
+    return {
+        t: e.get("reason", "")
+        for e in line["events"]
+        if e["kind"] == "skipped"
+        for t in e["topic_ids"]
+    }
+
+
+def _holding(memory: TopicMemory, text: str) -> str:
+    store = memory.services.stores("t").topic_store
+    return next(
+        t for t in store.topic_ids() if any(text in m["content"] for m in store.messages(t))
+    )
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+def test_the_plan_skips_what_cannot_enter_and_holds_the_cap() -> None:
+    settings = Settings(topic_window_input_tokens=2500)
+    decisions = plan_windows(
+        [
+            _candidate("far", rank=90),
+            _candidate("none", rank=None),
+            _candidate("faint", rank=3, relevance=0.02),
+            _candidate("best", rank=0),
+            _candidate("second", rank=5),
+            _candidate("third", rank=7),
+        ],
+        settings=settings,
+        reach_rank=50,
+        requested=False,
+        reusable=lambda c: False,
+    )
+    assert {t: d["decision"] for t, d in decisions.items()} == {
+        "far": "skip",
+        "none": "skip",
+        "faint": "skip",
+        "best": "read",
+        "second": "read",
+        "third": "skip",
+    }
+    assert decisions["far"]["reason"] == "out_of_reach"
+    assert "ranks 91, past the 50 messages" in decisions["far"]["detail"]
+    assert decisions["none"]["reason"] == "out_of_reach"
+    assert decisions["faint"]["reason"] == "under_floor"
+    # The cap cuts the weakest evidence: 1,000 + 1,000 fit in 2,500, a third does not.
+    assert decisions["third"]["reason"] == "input_cap"
+    assert decisions["best"]["input_tokens"] == 1000
+
+
+def test_the_plan_reuses_unchanged_results_and_reads_what_was_asked_for() -> None:
+    settings = Settings(topic_window_input_tokens=None)
+    candidates = [_candidate("same", rank=2), _candidate("far", rank=500)]
+    decisions = plan_windows(
+        candidates,
+        settings=settings,
+        reach_rank=50,
+        requested=False,
+        reusable=lambda c: c.topic_id == "same",
+    )
+    assert decisions["same"]["decision"] == "reuse"
+    # An earlier pass spent the cap's worth: a reuse sends nothing and still fits.
+    capped = plan_windows(
+        candidates[:1],
+        settings=Settings(topic_window_input_tokens=10),
+        reach_rank=50,
+        requested=False,
+        reusable=lambda c: True,
+        spent=10,
+    )
+    assert capped["same"]["decision"] == "reuse"
+    # Topics the main model (or a recall cue, or the index) asked for are read, even far.
+    asked = plan_windows(
+        candidates, settings=settings, reach_rank=50, requested=True, reusable=lambda c: True
+    )
+    assert {t: d["decision"] for t, d in asked.items()} == {"same": "read", "far": "read"}
+
+
+def test_the_native_window_is_not_governed(roles: Roles) -> None:
+    settings = Settings()
+    assert not governor.governs(roles.topic_window, settings)
+    assert governor.governs(GovernedWindow(roles.topic_window), settings)
+    assert not governor.governs(
+        GovernedWindow(roles.topic_window), Settings(topic_window_governor=False)
+    )
+
+
+def test_the_input_cap_is_a_setting_with_an_environment_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings().topic_window_input_tokens == governor_default()
+    monkeypatch.setenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS", "12000")
+    assert Settings().topic_window_input_tokens == 12000
+    monkeypatch.setenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS", "0")
+    assert Settings().topic_window_input_tokens is None
+    monkeypatch.setenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS", "lots")
+    with pytest.raises(ValueError, match="LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS"):
+        Settings()
+    monkeypatch.delenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS")
+    with pytest.raises(ValueError, match="topic_window_input_tokens must be positive"):
+        Settings(topic_window_input_tokens=-5)
+
+
+def governor_default() -> int:
+    from langgraph_topics.settings import DEFAULT_WINDOW_INPUT_TOKENS
+
+    return DEFAULT_WINDOW_INPUT_TOKENS
+
+
+def test_a_reply_under_the_threshold_needs_only_its_score() -> None:
+    # Score first; a low score's malformed rest is dropped, not retried.
+    verdict, dropped = parse_verdict(
+        "<topic_result><relevance_score>0.1</relevance_score><summary>no end</topic_result>",
+        {"m1"},
+    )
+    assert verdict == {"relevance_score": 0.1, "referenced_message_ids": [], "summary": ""}
+    assert dropped == 0
+    # Order does not matter to the parser: ids after the summary are read all the same.
+    verdict, _ = parse_verdict(
+        "<topic_result><summary>Gion</summary><relevance_score>0.8</relevance_score>"
+        "<referenced_messages>m1</referenced_messages></topic_result>",
+        {"m1"},
+    )
+    assert verdict["referenced_message_ids"] == ["m1"] and verdict["summary"] == "Gion"
+
+
+# --- grey activation and the hard cap -----------------------------------------------------------
+
+
+def test_a_skipped_topic_keeps_its_scores_and_counts_a_round_at_risk() -> None:
+    settings = Settings(min_active=1, default_active=3, max_active=5, dormancy_rounds=3)
+    strong, kept = _topic("strong", [0.9]), _topic("kept", [0.8, 0.7])
+    decision = decide_dormancy([strong, kept], settings, scored={"strong"}, unreached={"kept"})
+    # Nothing is invented for it: a high average stays high, but the round is at risk.
+    assert decision.keep == ["strong", "kept"] and decision.low_rounds["kept"] == 1
+    at_risk = _topic("kept", [0.8, 0.7], low_rounds=2)
+    asleep = decide_dormancy([strong, at_risk], settings, scored={"strong"}, unreached={"kept"})
+    assert asleep.dormant == {"kept": "no evidence in reach of the window for 3 rounds"}
+    # Skipped for the cap (neither scored nor unreached): the stretch does not move.
+    held = decide_dormancy([strong, at_risk], settings, scored={"strong"})
+    assert held.dormant == {} and held.low_rounds["kept"] == 0
+
+
+def test_the_maximum_holds_for_topics_never_scored() -> None:
+    settings = Settings(min_active=1, default_active=2, max_active=3)
+    topics = [_topic(f"t{i}", [], when=f"2026-01-0{i + 1}") for i in range(5)]
+    decision = decide_dormancy(topics, settings)
+    # The most recently active stay.
+    assert sorted(decision.keep) == ["t2", "t3", "t4"]
+    assert set(decision.dormant) == {"t0", "t1"}
+    assert over_the_cap(topics, settings).keys() == {"t0", "t1"}
+    assert "by recency past the maximum of 3" in over_the_cap(topics, settings)["t0"]
+
+
+# --- through the graph --------------------------------------------------------------------------
+
+
+def _governed_memory(
+    make_memory: MemoryFactory, roles: Roles, **settings: Any
+) -> tuple[TopicMemory, GovernedWindow]:
+    window = GovernedWindow(roles.topic_window)
+    defaults: dict[str, Any] = {"min_active": 1, "default_active": 10, "max_active": 20}
+    memory = make_memory(
+        budget=900, roles=with_roles(roles, topic_window=window), **(defaults | settings)
+    )
+    memory.import_messages("t", subject_records(ORDER))
+    window.reset()
+    return memory, window
+
+
+def test_a_topic_without_evidence_in_reach_is_skipped_and_logged(
+    make_memory: MemoryFactory, roles: Roles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reach of a few messages: the topics holding none of the thread's best are not read.
+    monkeypatch.setattr(governor, "MIN_REACH", 4)
+    monkeypatch.setattr(governor, "REACH_FACTOR", 0.0)
+    memory, window = _governed_memory(make_memory, roles)
+    before = memory.state("t")["topics"]
+    active = {t for t, r in before.items() if r["status"] == "active"}
+    sourdough = _holding(memory, "acetone")
+
+    memory.chat("t", SOURDOUGH)
+
+    skipped = _skips(memory)
+    read = set(window.topics_read())
+    assert skipped and set(skipped.values()) <= {"out_of_reach", "under_floor"}
+    assert sourdough in read and sourdough not in skipped
+    assert read | set(skipped) == active and not read & set(skipped)
+    line = _chat_line(memory)
+    for topic_id, reason in skipped.items():
+        logged = line["topics"][topic_id]
+        assert logged["window"] == "skipped" and logged["skipped"] == reason
+        assert "past the 4 messages" in logged["skip_detail"] or "floor" in logged["skip_detail"]
+    assert line["topics"][sourdough]["window"] == "read"
+    assert line["topic_windows"]["skipped"] == len(skipped)
+    assert line["topic_windows"]["read"] == len(read)
+    # Grey scores come from what was read: a skipped topic gains no score (no 0), only a round
+    # at risk; the read topic's score is appended.
+    after = memory.state("t")["topics"]
+    for topic_id in skipped:
+        assert after[topic_id]["scores"] == before[topic_id]["scores"]
+    assert len(after[sourdough]["scores"]) == len(before[sourdough]["scores"]) + 1
+    assert memory.check("t").ok
+
+
+def test_a_result_is_reused_on_a_tool_round(make_memory: MemoryFactory, roles: Roles) -> None:
+    memory, window = _governed_memory(make_memory, roles)
+    memory.chat("t", SOURDOUGH)
+    first = set(window.topics_read())
+    assert first
+    window.reset()
+
+    # A tool round of the same user turn: the question and the topics are unchanged.
+    call = AIMessage("", id="tool-call-1", tool_calls=[{"name": "timer", "args": {}, "id": "c1"}])
+    state = memory.run_turn(
+        "t",
+        {
+            "messages": [call, ToolMessage("20 minutes", tool_call_id="c1", id="tool-1")],
+            "mode": "assemble",
+        },
+    )
+    reused = {t for t, r in state["topic_results"].items() if r.get("window") == "reused"}
+    assert reused, state["topic_results"]
+    assert not set(window.topics_read()) & reused
+    assert all(state["topic_results"][t]["input_tokens"] == 0 for t in reused)
+
+
+def test_the_cap_holds_and_a_capped_topic_is_not_at_risk(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    memory, window = _governed_memory(make_memory, roles, topic_window_input_tokens=1)
+    before = memory.state("t")["topics"]
+
+    memory.chat("t", SOURDOUGH)
+
+    assert window.topics_read() == []
+    skipped = _skips(memory)
+    assert skipped and set(skipped.values()) <= {"input_cap", "out_of_reach", "under_floor"}
+    assert "input_cap" in skipped.values()
+    after = memory.state("t")["topics"]
+    for topic_id, reason in skipped.items():
+        assert after[topic_id]["scores"] == before[topic_id]["scores"]
+        if reason == "input_cap":
+            assert after[topic_id].get("low_rounds", 0) == before[topic_id].get("low_rounds", 0)
+    assert _chat_line(memory)["topic_windows"]["input_tokens"] == 0
+
+
+def test_the_active_set_is_capped_after_a_large_import(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    window = RecordingTopicWindow(roles.topic_window)
+    memory = make_memory(
+        budget=900,
+        roles=with_roles(roles, topic_window=window),
+        min_active=1,
+        default_active=2,
+        max_active=3,
+    )
+    memory.import_messages("t", subject_records(ORDER + ["sourdough", "fitness"]))
+    topics = memory.state("t")["topics"]
+    active = [r for r in topics.values() if r["status"] == "active"]
+    dormant = [r for r in topics.values() if r["status"] == "dormant"]
+    assert len(active) <= 3 and dormant, {t: r["status"] for t, r in topics.items()}
+    # The most recently active stay; the index knows the others are asleep.
+    assert min(r["last_active_at"] for r in active) >= max(r["last_active_at"] for r in dormant)
+    index = memory.services.stores("t").topic_index
+    awake = {
+        t
+        for t, _ in index.search(
+            "sourdough stocks kyoto fitness", k=50, exclude_status=("archived", "dormant")
+        )
+    }
+    assert awake and not awake & {r["id"] for r in dormant}
+    events = memory.state("t")["events"]
+    assert {t for e in events if e["kind"] == "dormant" for t in e["topic_ids"]} == {
+        r["id"] for r in dormant
+    }
+    assert memory.check("t").ok
+
+    window.reset()
+    memory.chat("t", SOURDOUGH)
+    # The first turn after the import reads at most max_active topics, as any turn does.
+    assert 0 < len(window.topics_read()) <= 3
+    assert memory.check("t").ok
