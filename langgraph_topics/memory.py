@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -39,6 +40,8 @@ from langgraph_topics.services import (
     thread_directory,
 )
 from langgraph_topics.settings import Settings
+from langgraph_topics.splitting.background import BackgroundSplits, waits_on_models
+from langgraph_topics.splitting.prepared import PreparedSplit, prepare_split
 from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of, to_stored
 from langgraph_topics.state.records import (
     ArchivedTopic,
@@ -52,6 +55,7 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.review import ReviewInput, ReviewRequest
+from langgraph_topics.state.units import split_point
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.advisory_locks import AdvisoryThreadLocks
 from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, stored_head
@@ -216,6 +220,14 @@ class TopicMemory:
                 head_of=self._shared_head,
             )
         self.graph = build_graph(self.checkpointer)
+        self._splits = (
+            BackgroundSplits(self._plan_split, self._write_split)
+            if self.settings.split_after_reply
+            else None
+        )
+        """Splits planned after a chat turn's reply (None: a turn splits before reading)."""
+        self._holds = threading.local()
+        """How deep the calling thread holds this memory's thread locks (``_settled``)."""
         self._replay_graph = build_graph(full_input=True)
         self.review_graph = build_review_graph(self.checkpointer)
         """The review graph on the same checkpointer (``review``, ``archive``, ``restore``)."""
@@ -239,7 +251,9 @@ class TopicMemory:
         return str(self.settings.data_dir)
 
     def close(self) -> None:
-        """Close the checkpoint database or the pool (the topic files need no closing)."""
+        """Finish the splits under way, close the checkpoint database or the pool."""
+        if self._splits is not None:
+            self._splits.close()
         self._locks.close()
         if self._profile is not None:
             self._profile.close()
@@ -280,7 +294,8 @@ class TopicMemory:
             InputError: An invalid thread id (a ``ValueError``).
             ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
-        with self._locks.writer(check_thread_id(thread_id)):
+        thread_id = check_thread_id(thread_id)
+        with self._settled(thread_id), self._locks.writer(thread_id):
             yield
 
     @contextmanager
@@ -290,8 +305,67 @@ class TopicMemory:
         Short: a writer appending to the topic files waits for it, never for a whole turn.
         Integrations that read the stores themselves (``services.branch_stores``) take it.
         """
-        with self._locks.files(check_thread_id(thread_id)):
+        thread_id = check_thread_id(thread_id)
+        with self._settled(thread_id), self._locks.files(thread_id):
             yield
+
+    def wait_idle(self, thread_id: str | None = None, timeout: float | None = None) -> bool:
+        """Wait for the splits planned after earlier replies (of one thread, or all) to land.
+
+        A chat turn answers before its split (``Settings.split_after_reply``); with model back
+        ends the split then lands in the background, seconds later. Call this before reading
+        the topics a turn's split made (a test, a script that exits). Returns whether none
+        is left under way (False: ``timeout`` seconds passed).
+        """
+        return True if self._splits is None else self._splits.wait(thread_id, timeout)
+
+    @contextmanager
+    def _settled(self, thread_id: str) -> Iterator[None]:
+        """Let a split under way on ``thread_id`` land first, when overlapping it gains nothing.
+
+        Splits by the native back ends (or any in-process ones) run on this process's CPU: a
+        turn beside them would only share the same core and interpreter, and waiting keeps
+        every turn's view of the topics the same as a split made in the turn would. A split
+        that waits on a model's answers runs beside the user's next turn instead (that turn
+        reads the thread as it is). Only the outermost hold waits: a holder of the thread's
+        locks waiting for the split's write, which needs them, would wait for ever.
+        """
+        self._settle(thread_id)
+        depth = getattr(self._holds, "depth", 0)
+        self._holds.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._holds.depth = depth
+
+    def _settle(self, thread_id: str) -> None:
+        """Wait for ``thread_id``'s split under way when it runs in-process (see ``_settled``)."""
+        if self._splits is not None and not waits_on_models(self.services.roles):
+            if not getattr(self._holds, "depth", 0):
+                self._splits.wait(thread_id)
+
+    def _plan_split(self, thread_id: str) -> PreparedSplit | None:
+        """The split a thread needs after its last reply, worked out (on a worker thread).
+
+        The state and the stores are read under the files lock; the model calls happen
+        outside it, so a turn that starts meanwhile does not wait for them.
+        """
+        with self.reading(thread_id):
+            state = self.graph.get_state(self.run_config(thread_id)).values
+            if not state.get("messages"):
+                return None
+            stores = self.services.branch_stores(thread_id, state)
+            unsplit = unsplit_messages(stored_view(state["messages"]), stores.topic_store)
+            candidates = unsplit[: split_point(unsplit, self.settings.keep_recent)]
+            if len(candidates) < self.settings.min_split_messages:
+                return None
+            topics = dict(state.get("topics") or {})
+            last_split_id = state.get("last_split_id")
+        return prepare_split(self.services, stores, topics, candidates, last_split_id)
+
+    def _write_split(self, thread_id: str) -> None:
+        """Write the split prepared for a thread: a ``split`` run of the graph."""
+        self.run_turn(thread_id, {"messages": [], "mode": "split"})
 
     def run_turn(
         self,
@@ -326,12 +400,23 @@ class TopicMemory:
                 self.graph.invoke(
                     cast(Any, dict(payload)),
                     self.run_config(thread_id, checkpoint_id),
-                    context=TopicContext(services=services or self.services),
+                    context=self._context(services),
                     durability=DURABILITY,
                 ),
             )
             self._retention.after_turn(self.checkpointer, thread_id, self.keep_checkpoints)
-            return result
+        estimate = result.get("estimate") or {}
+        if (
+            self._splits is not None
+            and result.get("turn_mode") in ("chat", "assemble")
+            and estimate.get("split")
+        ):
+            self._splits.submit(thread_id)  # after the reply: the user has it already
+        return result
+
+    def _context(self, services: TopicServices | None = None) -> TopicContext:
+        """The run context of this memory's turns (its services, its background splits)."""
+        return TopicContext(services=services or self.services, prepared_splits=self._splits)
 
     def resume(self, thread_id: str) -> dict[str, Any] | None:
         """Finish a turn that a crash (or a failing step) cut short.
@@ -381,7 +466,7 @@ class TopicMemory:
             self.graph.invoke(
                 None,
                 self.run_config(thread_id),
-                context=TopicContext(services=self.services),
+                context=self._context(),
                 durability=DURABILITY,
             ),
         )
@@ -470,6 +555,9 @@ class TopicMemory:
         without it, so a context query never holds up a writer.
         """
         thread_id = check_thread_id(thread_id)
+        # A split being written would land under the replay (its overlay reads the stores as
+        # they are): wait for the thread's split under way, then read it as it stands.
+        self.wait_idle(thread_id)
         with self._locks.files(thread_id):
             values = self.state(thread_id)
             self.services.branch_stores(thread_id, values)  # opened (or re-opened) under the lock
@@ -500,6 +588,7 @@ class TopicMemory:
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
         """The thread's checkpointed state values (of its newest checkpoint by default)."""
+        self._settle(check_thread_id(thread_id))
         config = self.run_config(check_thread_id(thread_id), checkpoint_id)
         return dict(self.graph.get_state(config).values)
 
@@ -890,8 +979,10 @@ class TopicMemory:
 
         Raises:
             InputError: An invalid thread id, or a thread that does not exist.
+            LostCheckpointsError: Its topic files hold messages and it has no checkpoint.
         """
         thread_id = check_thread_id(thread_id)
+        self._settle(thread_id)
         if not self.exists(thread_id):
             raise InputError(f"no thread {thread_id!r} in {self.location}")
         self.require_checkpoints(thread_id)

@@ -373,6 +373,10 @@ class TopicContext:
 
     services: Any = None
     topic_memory: RunSettings | None = None
+    prepared_splits: Any = None
+    """Splits worked out after a reply (a ``splitting.background.BackgroundSplits``): with it,
+    a chat turn leaves its split to the background and a ``split`` run writes the prepared
+    one; without it (Studio, a server, a graph invoked directly) a turn splits in the graph."""
 
     def __post_init__(self) -> None:
         if self.services is not None and not isinstance(self.services, TopicServices):

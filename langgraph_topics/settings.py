@@ -147,6 +147,15 @@ class Settings:
     by value like any other evidence.
     """
     """The last N messages always stay in the main window (§4.3)."""
+    split_after_reply: bool = True
+    """Whether ``TopicMemory`` splits a chat turn's older messages after its reply, on a
+    worker (``splitting.background``: the user never waits for the splitter or the brief
+    writers), or, ``False``, before the topic windows read, as seed 000 §4.1 orders it.
+    Imports, and graphs run without a memory (Studio, a server), always split in the turn."""
+    split_topic_candidates: int = 40
+    """At most about this many topics are shown to the splitter: past it, the active ones, the
+    one the last split ended on and the nearest others to each exchange (the prompt stays
+    bounded however many topics a thread has)."""
     reference_threshold: float = 0.3
     """Under this score a topic result carries no references and no summary (§4.2)."""
     score_window: int = 5

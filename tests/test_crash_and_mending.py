@@ -13,7 +13,7 @@ from conversations import subject_records
 from fakes import with_roles
 
 from langgraph_topics import Settings, TopicMemory
-from langgraph_topics.nodes.split import resolve_plan
+from langgraph_topics.splitting.prepared import resolve_plan
 from langgraph_topics.roles.protocols import Roles, SplitPlan
 from langgraph_topics.state.records import StoredMessage
 
@@ -29,14 +29,12 @@ def test_a_crash_between_topic_append_and_checkpoint_loses_nothing(tmp_path: Pat
         from langgraph_topics import Settings, TopicMemory
         from langgraph_topics.roles.native import native_roles
         from langgraph_topics.stores.embeddings import UseEmbedder
-        from fakes import with_roles
+        from langgraph_topics.stores.topic_index import ChromaTopicIndex
 
-        class DyingBriefWriter:
-            # Called right after the split appended messages to a topic file.
-            def write(self, topic, messages):
-                os._exit(17)
-
-        roles = with_roles(native_roles(UseEmbedder()), brief_writer=DyingBriefWriter())
+        # Called right after the split appended messages to a topic file (briefs are
+        # written before the appends, the topic index after them).
+        ChromaTopicIndex.upsert = lambda *args, **kwargs: os._exit(17)
+        roles = native_roles(UseEmbedder())
         memory = TopicMemory(settings=Settings(data_dir={str(tmp_path / "data")!r},
                                                budget_tokens=900), roles=roles)
         memory.import_messages("t", json.load(open({str(tmp_path / "records.json")!r})))

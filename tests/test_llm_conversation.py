@@ -210,6 +210,9 @@ def test_a_whole_conversation_through_the_llm_back_ends(
             # turn that woke it: put it to sleep, so that the third question needs the index.
             put_to_sleep(memory, thread, "Stock analysis")
         answers.append(memory.chat(thread, question))
+        # A model splitter's split lands after the reply, in the background: wait for it, as
+        # a user reading the answer would, so the next turn sees it.
+        assert memory.wait_idle(thread, timeout=60)
         assert memory.check(thread).ok, memory.check(thread).findings
 
     assert answers[0] == "Answer drawing on: Kyoto trip"

@@ -310,12 +310,38 @@ def test_splitter_rejects_unknown_ids_and_double_assignments(
     assert error in wire.requests[1].last_user
 
 
+def test_splitter_reads_whole_exchanges_and_runs_of_them(wire: FakeOpenAI) -> None:
+    reply = split_reply(
+        '<assignment exchanges="1" topic="existing_active" topic_id="topic-stocks"/>'
+        '<assignment exchanges="2-2" topic="new" topic_name="Sourdough">'
+        "<summary>about Sourdough</summary></assignment>"
+    )
+    wire.script("splitter", Reply(reply))
+    plan = splitter(wire).split(UNITS, KNOWN)
+    assert [a["message_ids"] for a in plan["assignments"]] == [["s1", "s2"], ["s3", "s4"]]
+    assert len(wire.requests) == 1
+    assert 'exchanges="' in wire.requests[0].system  # the prompt asks for exchanges
+
+
+def test_splitter_refuses_an_exchange_number_it_never_showed(wire: FakeOpenAI) -> None:
+    bad = split_reply(
+        '<assignment exchanges="1-3" topic="existing_active" topic_id="topic-stocks"/>'
+    )
+    good = split_reply(
+        '<assignment exchanges="1, 2" topic="existing_active" topic_id="topic-stocks"/>'
+    )
+    wire.script("splitter", Reply(bad), Reply(good))
+    plan = splitter(wire).split(UNITS, KNOWN)
+    assert plan["assignments"][0]["message_ids"] == ["s1", "s2", "s3", "s4"]
+    assert "unknown exchange '1-3'" in wire.requests[1].last_user
+
+
 def test_splitter_unassigned_messages_are_asked_for_then_placed_natively(wire: FakeOpenAI) -> None:
     partial = split_reply(assignment("s1 s2", existing="topic-stocks"))
     wire.script("splitter", Reply(partial), Reply(partial))
     native = StubSplitter()
     plan = splitter(wire, native).split(UNITS, KNOWN)
-    assert "2 message(s) not assigned: s3, s4" in wire.requests[1].last_user
+    assert "1 exchange(s) not assigned: 2" in wire.requests[1].last_user
     assert native.units == [["s3", "s4"]]  # only the left-out unit
     assigned = [i for a in plan["assignments"] for i in a["message_ids"]]
     assert sorted(assigned) == ["s1", "s2", "s3", "s4"]  # each exactly once

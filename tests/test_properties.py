@@ -44,7 +44,7 @@ from langchain_core.runnables import Runnable
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.errors import InputError
-from langgraph_topics.nodes.split import resolve_plan
+from langgraph_topics.splitting.prepared import resolve_plan
 from langgraph_topics.prompts import load_prompt
 from langgraph_topics.roles.llm import (
     CallPolicy,

@@ -61,10 +61,12 @@ def build_graph(
     # draws those edges for Studio.
     # The turn's workflow path first (seed 001 T4; nothing without one), a node Studio draws.
     builder.add_node("inject_workflow", node("inject_workflow", inject_workflow))
-    # Over 70 % of the budget: split before the topic windows read anything.
+    # Over 70 % of the budget: split before the topic windows read anything, unless the memory
+    # splits after the reply (TopicMemory: the user never waits for the splitter); a split run
+    # (mode "split") writes the split prepared then.
     builder.add_node(
         "estimate",
-        node("estimate", routed(estimate, state_only(routing.after_estimate))),
+        node("estimate", routed(estimate, routing.after_estimate)),
         destinations=("split", "recall_cue", END),
     )
     builder.add_node(

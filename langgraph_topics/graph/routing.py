@@ -14,20 +14,28 @@ from langgraph_topics.state.turn_records import turn_records
 from langgraph_topics.subtopics.families import prior_families
 
 
-def after_estimate(state: TopicState) -> Literal["split", "recall_cue", "__end__"]:
+def after_estimate(
+    state: TopicState, runtime: Runtime[TopicContext]
+) -> Literal["split", "recall_cue", "__end__"]:
     """Split first when the estimate passed the trigger; an import without a split ends here.
 
-    A topic refused as too long by its window's provider also goes through the split, which
-    divides it into subtopics.
+    A chat turn of a memory that splits after the reply (``TopicContext.prepared_splits``)
+    reads on instead: the user does not wait for the splitter. A split run goes straight to
+    the split it was started for. A topic refused as too long by its window's provider also
+    goes through the split, which divides it into subtopics.
     """
-    if state["estimate"]["split"] or state.get("oversized_topics"):
+    mode = state.get("turn_mode")
+    if mode == "split" or state.get("oversized_topics"):
         return "split"
-    return "__end__" if state.get("turn_mode") == "import" else "recall_cue"
+    if state["estimate"]["split"]:
+        later = getattr(runtime.context, "prepared_splits", None) is not None
+        return "recall_cue" if later and mode in ("chat", "assemble") else "split"
+    return "__end__" if mode == "import" else "recall_cue"
 
 
 def after_split(state: TopicState) -> Literal["recall_cue", "__end__"]:
-    """An import stops after splitting; a chat or context turn goes on."""
-    return "__end__" if state.get("turn_mode") == "import" else "recall_cue"
+    """An import or a split run stops after splitting; a chat or context turn goes on."""
+    return "__end__" if state.get("turn_mode") in ("import", "split") else "recall_cue"
 
 
 def after_recall_cue(

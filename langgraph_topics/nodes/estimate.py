@@ -127,12 +127,18 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     assembler will show it: the block on top of the system prompt counts in the estimate.
     Over ``split_trigger`` (70 %) of the budget (or, with ``split_threshold="dynamic"``, over
     60 % of the budget left by the system prompt), the graph splits before anything else, once
-    at least ``min_split_messages`` messages are older than the last ``keep_recent``.
+    at least ``min_split_messages`` messages are older than the last ``keep_recent``; a chat
+    turn whose memory plans splits after the reply (``TopicContext.prepared_splits``) reads on
+    and leaves it to them (the 30 % above the trigger is the room the next turn has).
     """
     services = services_of(runtime)
     settings = services.settings
     thread_id = thread_id_of(runtime)
     new_turn()
+    if state.get("mode") == "split":
+        # A split run writes what was prepared after the last reply: no message is new, and
+        # the last turn's window, results and counters stay as that turn left them.
+        return {"mode": None, "turn_mode": "split", "events": Overwrite([])}
     messages = state["messages"]
     new = _new_messages(messages, state.get("last_seen_id"))
     now = services.clock().isoformat()

@@ -26,7 +26,7 @@ from langgraph_topics.state.records import (
 from langgraph_topics.state.reducers import append_events, merge_oversized, merge_topic_results
 from langgraph_topics.workflow.records import ActivePath
 
-Mode = Literal["chat", "import", "context", "assemble"]
+Mode = Literal["chat", "import", "context", "assemble", "split"]
 
 
 class InputState(TypedDict):
@@ -37,7 +37,9 @@ class InputState(TypedDict):
     mode: NotRequired[Mode | None]
     """``chat`` (default) answers; ``import`` records and splits only; ``context`` shows the
     window a question would get and leaves the thread as it was; ``assemble`` records the
-    message and stops at the assembled window (the application's own model answers)."""
+    message and stops at the assembled window (the application's own model answers);
+    ``split`` adds no message and writes a split prepared after the last reply
+    (``splitting.background``)."""
     read_namespace: NotRequired[list[str] | None]
     """References of stored tool results (``namespace://tool/…``) to show in full in this
     turn's window, once (what an agent's ``read_namespace`` call asked for)."""

@@ -26,11 +26,11 @@ log = logging.getLogger(__name__)
 def workflow_update(state: TopicState, services: TopicServices, thread_id: str) -> dict[str, Any]:
     """``{"workflow": path}`` for this turn (``None`` when it has none), or ``{}``: unchanged.
 
-    An import assembles no window, so it reads no workflow; neither does a thread that never
-    had one and has none now.
+    An import or a split run assembles no window, so it reads no workflow; neither does a
+    thread that never had one and has none now.
     """
     had_one = state.get("workflow") is not None
-    if (state.get("mode") or "chat") == "import":
+    if (state.get("mode") or "chat") in ("import", "split"):
         return {}
     source = services.workflows.source_for(thread_id, services.settings.data_dir)
     if source is None:
