@@ -13,8 +13,8 @@ from conversations import subject_records
 from fakes import with_roles
 
 from langgraph_topics import Settings, TopicMemory
-from langgraph_topics.splitting.prepared import resolve_plan
 from langgraph_topics.roles.protocols import Roles, SplitPlan
+from langgraph_topics.splitting.prepared import resolve_plan
 from langgraph_topics.state.records import StoredMessage
 
 TESTS = Path(__file__).parent

@@ -44,7 +44,6 @@ from langchain_core.runnables import Runnable
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.errors import InputError
-from langgraph_topics.splitting.prepared import resolve_plan
 from langgraph_topics.prompts import load_prompt
 from langgraph_topics.roles.llm import (
     CallPolicy,
@@ -62,6 +61,7 @@ from langgraph_topics.roles.llm.splitter import parse_plan
 from langgraph_topics.roles.llm.topic_window import parse_verdict
 from langgraph_topics.roles.native import native_roles
 from langgraph_topics.roles.protocols import Roles, TopicInfo
+from langgraph_topics.splitting.prepared import resolve_plan
 from langgraph_topics.state.records import AssembledContext, StoredMessage
 
 T = TypeVar("T")

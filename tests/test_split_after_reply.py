@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from conftest import MemoryFactory
+from fakes import with_roles
 
 from langgraph_topics import TopicMemory
 from langgraph_topics.roles.protocols import Roles, SplitPlan, TopicInfo
 from langgraph_topics.splitting.prepared import PreparedSplit, still_valid
 from langgraph_topics.state.records import StoredMessage
-from conftest import MemoryFactory
-from fakes import with_roles
 
 SUBJECTS = ("kyoto temples and the spring trip", "sourdough starter feeding with rye flour")
 
