@@ -295,3 +295,45 @@ def test_a_tool_call_left_unanswered_never_reaches_the_model(memory: TopicMemory
     assert not any(isinstance(m, AIMessage) and m.tool_calls for m in window)
     assert "[tool call not answered: weather]" in [m.content for m in window]
     assert memory.transcript("s")[1]["tool_calls"][0]["id"] == "call-9"  # still recorded
+
+
+def test_tool_results_continue_the_user_turn_without_a_memory_turn(memory: TopicMemory) -> None:
+    modes: list[str] = []
+    run_turn = memory.run_turn
+
+    def counted(thread_id: str, payload: Any, **kwargs: Any) -> dict[str, Any]:
+        modes.append(str(payload.get("mode")))
+        return run_turn(thread_id, payload, **kwargs)
+
+    memory.run_turn = counted  # type: ignore[method-assign]
+    seen: list[list[BaseMessage]] = []
+    calls = [
+        {"name": "weather", "args": {"city": "Kyoto"}, "id": "call-1"},
+        {"name": "weather", "args": {"city": "Nara"}, "id": "call-2"},
+    ]
+    replies = iter(
+        [
+            AIMessage("", tool_calls=[calls[0]]),
+            AIMessage("", tool_calls=[calls[1]]),
+            AIMessage("Both sunny."),
+        ]
+    )
+    chat = with_topic_memory(_spy(RunnableLambda(lambda _: next(replies)), seen), memory)
+    history: list[BaseMessage] = [HumanMessage("Weather in Kyoto and in Nara?")]
+    for call in calls:
+        reply = chat.invoke({"messages": history}, CONFIG)
+        history += [reply, ToolMessage(f"sunny in {call['args']['city']}", tool_call_id=call["id"])]
+    turn = memory.state("s")["turn"]
+    answer = chat.invoke({"messages": history}, CONFIG)
+    assert answer.content == "Both sunny."
+    # One memory turn for the user message; the two tool rounds reassembled only.
+    assert modes.count("chat") == 1
+    assert memory.state("s")["turn"] == turn
+    # The last call saw both exchanges, each call before its result.
+    kinds = [type(m).__name__ for m in seen[-1][-4:]]
+    assert kinds == ["AIMessage", "ToolMessage", "AIMessage", "ToolMessage"]
+    assert [m["role"] for m in memory.transcript("s")] == [
+        "user", "assistant", "tool", "assistant", "tool", "assistant",
+    ]  # fmt: skip
+    report = memory.check("s")
+    assert report.ok, report.findings

@@ -1,10 +1,12 @@
 """Put topic memory in front of any chat model or runnable.
 
-Per call the wrapper runs one full turn of the topic-memory graph for the thread: it records the
-new input (a user message, or the results of the tools the model called), assembles the topic
-context (topic results, unsplit and recent messages), calls the wrapped model with the assembled
-messages in place of the graph's own responder, records the reply (its tool calls included) and
-updates the topic scores. The caller sends only what is new; memory has the rest.
+Per user message the wrapper runs one full turn of the topic-memory graph for the thread: it
+records the message, assembles the topic context (topic results, unsplit and recent messages),
+calls the wrapped model with the assembled messages in place of the graph's own responder,
+records the reply (its tool calls included) and updates the topic scores. The results of the
+tools the model called continue that turn: they are recorded and the window is assembled again
+from the turn's topic results, with no topic windows run. The caller sends only what is new;
+memory has the rest.
 """
 
 from __future__ import annotations
@@ -29,13 +31,22 @@ from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
+from langgraph.runtime import ExecutionInfo, Runtime
 
 from langgraph_topics.integrations.messages import context_messages
+from langgraph_topics.integrations.tool_rounds import (
+    continues_user_turn,
+    stamped,
+    tool_round_update,
+)
 from langgraph_topics.memory import TopicMemory
+from langgraph_topics.nodes.respond import respond
 from langgraph_topics.roles.protocols import ResponderReply
+from langgraph_topics.services import TopicContext, TopicServices
 from langgraph_topics.settings import RUN_SETTINGS_KEY
 from langgraph_topics.state.messages import text_of
 from langgraph_topics.state.records import AssembledContext
+from langgraph_topics.state.schema import TopicState
 
 ChunkSink = Callable[[AIMessageChunk], None]
 
@@ -337,10 +348,45 @@ class TopicMemoryRunnable(Runnable[Any, AIMessage]):
         services = replace(base, roles=replace(base.roles, responder=responder))
         with self.memory.writing(thread_id):
             new = self._not_held(thread_id, new)
+            with self.memory.reading(thread_id):
+                values = self.memory.state(thread_id)
+                held = list(values.get("messages") or [])
+                if continues_user_turn(values, new, [*held, *new]):
+                    return self._tool_round(thread_id, values, new, services)
             result = self.memory.run_turn(
                 thread_id, {"messages": new, "mode": "chat"}, services=services
             )
         return cast(AIMessage, result["messages"][-1])
+
+    def _tool_round(
+        self,
+        thread_id: str,
+        values: dict[str, Any],
+        new: list[BaseMessage],
+        services: TopicServices,
+    ) -> AIMessage:
+        """Answer tool results of the user turn under way, from its topic results.
+
+        One memory turn per user turn: the results are recorded, the window is assembled
+        again with them (no estimate, split or topic windows), the model answers (the graph's
+        ``respond``: a failing model gets the apology) and the reply is recorded; the turn's
+        bookkeeping ran with its first reply. Both locks of the thread are held.
+        """
+        info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id=thread_id)
+        runtime = Runtime(context=TopicContext(services=services), execution_info=info)
+        recorded = stamped(new, services.clock().isoformat())
+        update = tool_round_update(values, recorded, runtime)
+        state = {**values, **update, "messages": [*values.get("messages", []), *recorded]}
+        answer = respond(cast(TopicState, state), runtime)
+        reply = cast(AIMessage, answer["messages"][-1])
+        update["messages"] = [*recorded, reply]
+        update["total_messages"] = answer["total_messages"]
+        update["last_seen_id"] = reply.id
+        if answer.get("events"):
+            update["events"] = answer["events"]
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        self.memory.graph.update_state(config, update, as_node="bookkeeping")
+        return reply
 
     def _not_held(self, thread_id: str, messages: list[BaseMessage]) -> list[BaseMessage]:
         """Leave out a tool-calling reply (or tool result) the thread already holds."""

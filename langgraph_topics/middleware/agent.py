@@ -29,25 +29,30 @@ the memory's, while every message stays recoverable (``TopicMemory.transcript``)
 One model call of the agent loop
 ================================
 
-``before_model``
-    Records the messages of ``messages`` the memory does not hold yet (the user message, the
-    tool results of the previous call), runs one topic-memory turn in mode ``"assemble"``
-    (estimate; split when over 70 % of the budget; topic windows in parallel; weak-results
-    activation; assembly) and removes the split messages from the agent's ``messages``. The
-    window is kept for the model call in a private state key, ``topic_window``.
 ``wrap_model_call``
-    Sends the window instead of the agent's messages: one system message (the agent's
-    ``system_prompt``, then topic memory's prompt with the topic results and quotes), then
-    the unsplit and recent messages. A tool call and its results are one piece of the window
-    (invariant 8), so the model never gets one without the other.
+    Counts the agent's own parts of the request with the package's token counter (its system
+    prompt, the bound tools' schemas): the memory's window gets ``budget_tokens`` minus them,
+    and a budget leaving it under ``MIN_BUDGET_TOKENS`` is refused here, with one line,
+    before anything is recorded. Then it records the messages of ``messages`` the memory does
+    not hold yet and, for the first call of a user turn, runs one topic-memory turn in mode
+    ``"assemble"`` (estimate; split when over 70 % of the budget; topic windows in parallel;
+    weak-results activation; assembly). It sends the window instead of the agent's messages:
+    one system message (the agent's ``system_prompt``, then topic memory's prompt with the
+    topic results and quotes), then the unsplit and recent messages. A tool call and its
+    results are one piece of the window (invariant 8). The window and the removal of the
+    split messages from the agent's ``messages`` come back as the response's command (the
+    private state key ``topic_window`` holds the window until the reply is recorded).
 ``after_model``
-    Records the reply with its tool calls, then the bookkeeping of the turn: scores, grey
-    activation, dormancy, the tuning log line. The tool results are recorded by the next
-    ``before_model`` (the agent always calls the model after its tools), or by
-    ``after_agent`` when a ``return_direct`` tool ended the run.
+    Records the reply with its tool calls; the first reply of a user turn also runs the
+    bookkeeping of the turn (scores, grey activation, dormancy, the tuning log line). The
+    tool results are recorded by the next model call (the agent always calls the model after
+    its tools), or by ``after_agent`` when a ``return_direct`` tool ended the run.
 
-Each model call is therefore one turn of topic memory: the topic windows are consulted for
-every call, tool rounds included, and each call's scores enter the sliding averages.
+One memory turn per user turn: the later model calls of the same user turn (tool rounds,
+retries) record the new tool exchange and assemble the window again from that turn's topic
+results (:mod:`~langgraph_topics.integrations.tool_rounds`), with no estimate, split, topic
+windows or bookkeeping; a call after ``activate_topic`` woke topics runs a whole turn, so
+that the woken topics are read.
 
 ``activate_topic``
 ==================
@@ -71,9 +76,9 @@ memory's files keep the full text. While the window shows such a reference the m
 ``read_namespace``: the tool checks the reference and the next model call's window shows that
 text in full (within the budget), once; later calls see the reference again.
 
-Place the middleware first in ``create_agent(middleware=[...])``: its ``before_model`` then runs
-first, its ``wrap_model_call`` is the outermost (the other middleware see the window) and its
-``after_model`` runs last (it records the reply as the other middleware left it).
+Place the middleware first in ``create_agent(middleware=[...])``: its ``wrap_model_call`` is then
+the outermost (the other middleware see the window) and its ``after_model`` runs last (it
+records the reply as the other middleware left it).
 """
 
 from __future__ import annotations
