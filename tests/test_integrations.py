@@ -337,3 +337,68 @@ def test_tool_results_continue_the_user_turn_without_a_memory_turn(memory: Topic
     ]  # fmt: skip
     report = memory.check("s")
     assert report.ok, report.findings
+
+
+def test_node_helpers_in_a_react_loop_reassemble_tool_rounds(tmp_path: Path) -> None:
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from langgraph_topics import TopicServices
+    from langgraph_topics.bench.fakes import HashEmbedder
+    from langgraph_topics.integrations import topic_bookkeeping_node, topic_context_node
+    from langgraph_topics.middleware.fakes import ToolCallingFakeModel
+    from langgraph_topics.roles.native import native_roles
+    from langgraph_topics.state.schema import TopicState
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look the question up."""
+        return f"notes on {query[:30]}"
+
+    settings = Settings(data_dir=tmp_path / "n", budget_tokens=600, keep_recent=6)
+    hashed = HashEmbedder()
+    services = TopicServices.open(settings, roles=native_roles(hashed, settings), embedder=hashed)
+    verdicts: list[int] = []
+    windows = services.roles.topic_window
+    evaluate = windows.evaluate_with_evidence  # type: ignore[attr-defined]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        verdicts.append(1)
+        return evaluate(*args, **kwargs)
+
+    windows.evaluate_with_evidence = counted  # type: ignore[attr-defined]
+    model = ToolCallingFakeModel(triggers={"look up": "lookup"})
+    bound = model.bind_tools([lookup])
+    seen_verdicts: list[int] = []
+
+    def agent(state: TopicState) -> dict[str, Any]:
+        seen_verdicts.append(len(verdicts))
+        return {"messages": [bound.invoke(context_messages(state["context"]))]}
+
+    builder = StateGraph(TopicState)
+    builder.add_node("topic_context", topic_context_node(services))
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([lookup]))
+    builder.add_node("topic_bookkeeping", topic_bookkeeping_node(services))
+    builder.add_edge(START, "topic_context")
+    builder.add_edge("topic_context", "agent")
+    builder.add_conditional_edges(
+        "agent",
+        lambda s: "tools" if s["messages"][-1].tool_calls else "topic_bookkeeping",
+    )
+    builder.add_edge("tools", "topic_context")
+    builder.add_edge("topic_bookkeeping", END)
+    app = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "rex"}, "recursion_limit": 20}
+    for turn in range(12):
+        text = f"kyoto ryokan {turn} temple?" + (" Please look up it." if turn % 3 == 0 else "")
+        state = app.invoke({"messages": [HumanMessage(text)]}, config)
+        if turn % 3 == 0:
+            # The tool round's call saw the result and answered from it.
+            assert state["messages"][-1].content.startswith("Here is what I found: notes on")
+            assert seen_verdicts[-1] == seen_verdicts[-2]  # no topic window for the round
+    assert verdicts, "no topic window ran: nothing was split"
+    assert len(model.calls) == 12 + 4
+    assert state["total_messages"] == 2 * 12 + 2 * 4

@@ -9,7 +9,9 @@ The application's state extends :class:`~langgraph_topics.state.schema.TopicStat
 turn it into model input with :func:`~langgraph_topics.integrations.messages.context_messages`)
 and removes the messages it split into topics from ``messages``, so the application's
 checkpoint stays bounded too; ``topic_bookkeeping`` records this turn's scores, grey activation
-and dormancy once the model has answered.
+and dormancy once the model has answered. In a ReAct loop route the tools back to
+``topic_context``: a tool round (no new user message) records the tool exchange and assembles
+the window again from the turn's topic results, without running the topic windows again.
 """
 
 from __future__ import annotations
@@ -17,12 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from langchain_core.messages import RemoveMessage
+from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.runtime import Runtime
+from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import Overwrite
 
 from langgraph_topics.graph.builder import build_graph
+from langgraph_topics.integrations.tool_rounds import (
+    continues_user_turn,
+    stamped,
+    tool_round_update,
+)
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.services import TopicContext, TopicServices, services_of
 from langgraph_topics.state.messages import TIMESTAMP_KEY
@@ -49,6 +56,12 @@ def topic_context_node(services: TopicServices | None = None) -> TopicNode:
     graph = build_graph(full_input=True, name="topic_context")
 
     def topic_context(state: TopicState, config: RunnableConfig) -> dict[str, Any]:
+        messages = state["messages"]
+        last_seen = state.get("last_seen_id")
+        ids = [m.id for m in messages]
+        new = messages[ids.index(last_seen) + 1 :] if last_seen in ids else list(messages)
+        if continues_user_turn(state, new, messages):
+            return _tool_round(state, new, config, services)
         payload = {key: value for key, value in state.items() if key in TopicState.__annotations__}
         payload["mode"] = "assemble"
         result = cast(
@@ -102,3 +115,29 @@ def topic_bookkeeping_node(services: TopicServices | None = None) -> TopicNode:
         return update
 
     return topic_bookkeeping
+
+
+def _tool_round(
+    state: TopicState,
+    new: list[AnyMessage],
+    config: RunnableConfig,
+    services: TopicServices | None,
+) -> dict[str, Any]:
+    """The context of a tool round (``tools → topic_context``) of the user turn under way.
+
+    One memory turn per user turn: the tool exchange is recorded and the window assembled
+    again from the turn's topic results, with no estimate, split or topic windows.
+    """
+    configurable = config.get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    info = ExecutionInfo(
+        checkpoint_id="",
+        checkpoint_ns="",
+        task_id="",
+        thread_id=None if thread_id is None else str(thread_id),
+    )
+    runtime = Runtime(context=TopicContext(services=services), execution_info=info)
+    recorded = stamped(new, services_of(runtime).clock().isoformat())
+    before = {**state, "messages": state["messages"][: len(state["messages"]) - len(new)]}
+    # The stamped copies keep their ids: the parent's add_messages replaces the originals.
+    return tool_round_update(before, recorded, runtime)
