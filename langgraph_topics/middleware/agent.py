@@ -231,6 +231,8 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         self._pending_reads: dict[str, list[str]] = {}
         """References ``read_namespace`` validated, per thread, for the next model call."""
         self._woken: set[str] = set()
+        self._recorded_last: dict[str, str | None] = {}
+        """Per thread, the id of the last agent message ``_record`` recorded (in this process)."""
         """Threads where ``activate_topic`` woke topics: their next call runs a whole turn,
         so that the woken topics are read."""
         self._reads_lock = threading.Lock()
@@ -267,7 +269,15 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
 
     def after_agent(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record what came after the last model call (results of ``return_direct`` tools)."""
-        removals = self._record(thread_id_of(runtime), state, turn=None)
+        thread_id = thread_id_of(runtime)
+        messages = state["messages"]
+        with self._reads_lock:
+            last = self._recorded_last.get(thread_id)
+        if messages and last is not None and messages[-1].id == last:
+            # The run ended with the reply ``after_model`` just recorded (the usual end):
+            # nothing to read, lock or write (a split landing now is removed next call).
+            return None
+        removals = self._record(thread_id, state, turn=None)
         return {"messages": removals} if removals else None
 
     async def awrap_model_call(
@@ -523,6 +533,8 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 update["last_seen_id"] = new[-1].id
             if update:
                 self._commit(thread_id, update)
+            with self._reads_lock:
+                self._recorded_last[thread_id] = new[-1].id if new else None
             return _split_away(values, state["messages"], new)
 
     def _commit(self, thread_id: str, update: dict[str, Any]) -> None:
