@@ -137,8 +137,9 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     new_turn()
     if state.get("mode") == "split":
         # A split run writes what was prepared after the last reply: no message is new, and
-        # the last turn's window, results and counters stay as that turn left them.
-        return {"mode": None, "turn_mode": "split", "events": Overwrite([])}
+        # the last turn's window, results, counters and events stay as that turn left them
+        # (the split's events follow the turn's: the split is that turn's aftermath).
+        return {"mode": None, "turn_mode": "split"}
     messages = state["messages"]
     new = _new_messages(messages, state.get("last_seen_id"))
     now = services.clock().isoformat()

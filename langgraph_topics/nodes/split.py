@@ -145,8 +145,10 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
             "created": list(created.values()),
         }
     )
-    if state.get("turn_mode") in ("import", "split"):  # these end here: no bookkeeping logs them
+    if state.get("turn_mode") == "import":  # an import turn ends here: no bookkeeping to log it
         log_turn(services, thread_id, state, topics, events)
+    elif state.get("turn_mode") == "split":  # its own line: the turn's events are logged already
+        log_turn(services, thread_id, {**state, "events": []}, topics, events)
     update: dict[str, Any] = {
         "messages": [RemoveMessage(id=m["id"]) for m in candidates],
         "topics": topics,
