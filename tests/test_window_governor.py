@@ -18,7 +18,7 @@ from langgraph_topics.activation.grey import decide_dormancy, over_the_cap
 from langgraph_topics.roles.llm.topic_window import parse_verdict
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.services import thread_directory_name
-from langgraph_topics.settings import Settings
+from langgraph_topics.settings import DEFAULT_WINDOW_INPUT_TOKENS, Settings
 from langgraph_topics.state.records import TopicRecord
 from langgraph_topics.tuning.log import read_tuning_log, tuning_log_path
 
@@ -156,7 +156,8 @@ def test_the_native_window_is_not_governed(roles: Roles) -> None:
 def test_the_input_cap_is_a_setting_with_an_environment_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert Settings().topic_window_input_tokens == governor_default()
+    monkeypatch.delenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS", raising=False)
+    assert Settings().topic_window_input_tokens == DEFAULT_WINDOW_INPUT_TOKENS
     monkeypatch.setenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS", "12000")
     assert Settings().topic_window_input_tokens == 12000
     monkeypatch.setenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS", "0")
@@ -167,12 +168,6 @@ def test_the_input_cap_is_a_setting_with_an_environment_variable(
     monkeypatch.delenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS")
     with pytest.raises(ValueError, match="topic_window_input_tokens must be positive"):
         Settings(topic_window_input_tokens=-5)
-
-
-def governor_default() -> int:
-    from langgraph_topics.settings import DEFAULT_WINDOW_INPUT_TOKENS
-
-    return DEFAULT_WINDOW_INPUT_TOKENS
 
 
 def test_a_reply_under_the_threshold_needs_only_its_score() -> None:
