@@ -305,7 +305,12 @@ class TopicMemory:
         Short: a writer appending to the topic files waits for it, never for a whole turn.
         Integrations that read the stores themselves (``services.branch_stores``) take it.
         """
-        thread_id = check_thread_id(thread_id)
+        with self._files(check_thread_id(thread_id)):
+            yield
+
+    @contextmanager
+    def _files(self, thread_id: str) -> Iterator[None]:
+        """The thread's files lock, counted as held (``_settled``) while it is."""
         with self._settled(thread_id), self._locks.files(thread_id):
             yield
 
@@ -392,7 +397,7 @@ class TopicMemory:
             InputError: An invalid thread id (a ``ValueError``).
             ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
-        with self.writing(thread_id), self._locks.files(thread_id):
+        with self.writing(thread_id), self._files(thread_id):
             if checkpoint_id is None:
                 self._finish_interrupted(thread_id)
             result = cast(
@@ -430,7 +435,7 @@ class TopicMemory:
             The state after the finished turn, or None when no turn was cut short.
         """
         thread_id = check_thread_id(thread_id)
-        with self.writing(thread_id), self._locks.files(thread_id):
+        with self.writing(thread_id), self._files(thread_id):
             return self._finish_interrupted(thread_id)
 
     def interrupted(self, thread_id: str) -> bool:
@@ -516,7 +521,7 @@ class TopicMemory:
         thread_id = check_thread_id(thread_id)
         checked = check_records(messages)
         with self.writing(thread_id):
-            with self._locks.files(thread_id):
+            with self._files(thread_id):
                 self._finish_interrupted(thread_id)  # its messages count as held below
                 held = self._held_messages(thread_id, [entry.id for entry in checked])
             fresh = messages_to_add(checked, held, thread_id)
@@ -530,7 +535,7 @@ class TopicMemory:
             # touched, and the first turn after the import must read no more than any other.
             from langgraph_topics.activation.active_cap import cap_after_import
 
-            with self._locks.files(thread_id):
+            with self._files(thread_id):
                 cap_after_import(self, thread_id)
         return len(fresh)
 
@@ -558,7 +563,7 @@ class TopicMemory:
         # A split being written would land under the replay (its overlay reads the stores as
         # they are): wait for the thread's split under way, then read it as it stands.
         self.wait_idle(thread_id)
-        with self._locks.files(thread_id):
+        with self._files(thread_id):
             values = self.state(thread_id)
             self.services.branch_stores(thread_id, values)  # opened (or re-opened) under the lock
         question = HumanMessage(
@@ -595,7 +600,7 @@ class TopicMemory:
     def topics(self, thread_id: str) -> list[TopicSummary]:
         """Every topic of the thread with its status, size, brief, memory score and tier."""
         thread_id = check_thread_id(thread_id)
-        with self._locks.files(thread_id):
+        with self._files(thread_id):
             values = self.state(thread_id)
             store = self.services.branch_stores(thread_id, values).topic_store
             registry = values.get("topics", {})
@@ -667,7 +672,7 @@ class TopicMemory:
     ) -> MemoryScore:
         """Write a user signal into the registry as a checkpoint of its own, under the lock."""
         thread_id = check_thread_id(thread_id)
-        with self.writing(thread_id), self._locks.files(thread_id):
+        with self.writing(thread_id), self._files(thread_id):
             self._finish_interrupted(thread_id)  # never drop a cut-short turn's message
             topics = with_signal(
                 self.state(thread_id).get("topics") or {},
@@ -686,7 +691,7 @@ class TopicMemory:
     def transcript(self, thread_id: str) -> list[StoredMessage]:
         """The full conversation recovered from the topics and the working set, in order."""
         thread_id = check_thread_id(thread_id)
-        with self._locks.files(thread_id):
+        with self._files(thread_id):
             values = self.state(thread_id)
             store = self.services.branch_stores(thread_id, values).topic_store
             working = stored_view(values.get("messages", []))
@@ -791,7 +796,7 @@ class TopicMemory:
         thread_id = check_thread_id(thread_id)
         if not self.exists(thread_id):
             raise InputError(f"no thread {thread_id!r} in {self.location}")
-        with self._locks.files(thread_id):
+        with self._files(thread_id):
             values = self.state(thread_id)
             store = self.services.branch_stores(thread_id, values).topic_store
             working = {m["id"]: m for m in stored_view(values.get("messages", []))}
@@ -871,7 +876,7 @@ class TopicMemory:
             month: Only those filed under this ``YYYY-MM`` (or ``YYYY``) when given.
         """
         thread_id = check_thread_id(thread_id)
-        with self._locks.files(thread_id):
+        with self._files(thread_id):
             values = self.state(thread_id)
             store = self.services.branch_stores(thread_id, values).topic_store
             registry = values.get("topics", {})
@@ -911,7 +916,7 @@ class TopicMemory:
         thread_id = check_thread_id(thread_id)
         if not self.exists(thread_id):
             raise InputError(f"no thread {thread_id!r} in {self.location}")
-        with self.writing(thread_id), self._locks.files(thread_id):
+        with self.writing(thread_id), self._files(thread_id):
             # A turn cut short first: its saved input would not survive the review's checkpoint.
             self._finish_interrupted(thread_id)
             result = cast(
@@ -987,7 +992,7 @@ class TopicMemory:
             raise InputError(f"no thread {thread_id!r} in {self.location}")
         self.require_checkpoints(thread_id)
         report = CheckReport()
-        with self._locks.files(thread_id):
+        with self._files(thread_id):
             values = self.state(thread_id, checkpoint_id)
             ranges = branch_ranges(values)
             root = thread_directory(Path(self.settings.data_dir), thread_id)

@@ -6,7 +6,8 @@ an import the registry is brought back within ``max_active`` (``grey.over_the_ca
 recently active stay), as a checkpoint of its own, so the first turn after it costs what any
 other turn costs. A turn's bookkeeping holds the same bound (``grey.decide_dormancy``), and
 the fan-out never reads past it (``fan_out_plan.over_max_active``), so a registry that came
-from elsewhere (a migration copies checkpoints as they were) is read within it too.
+from elsewhere (a migration copies checkpoints as they were) is read within it too. A split
+written after a turn's reply (a ``split`` run, which has no bookkeeping) caps as it writes.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from langgraph_topics.activation.grey import over_the_cap
+from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import TopicRecord, TurnEvent
+from langgraph_topics.stores.protocols import TopicIndex
 
 if TYPE_CHECKING:
     from langgraph_topics.memory import TopicMemory
@@ -30,12 +33,26 @@ def cap_after_import(memory: TopicMemory, thread_id: str) -> list[str]:
     """
     state = memory.state(thread_id)
     topics: dict[str, TopicRecord] = dict(state.get("topics") or {})
-    over = over_the_cap(list(topics.values()), memory.settings)
-    if not over:
-        return []
     index = memory.services.branch_stores(thread_id, state).topic_index
+    events = sleep_over_cap(topics, memory.settings, index, "after an import")
+    if not events:
+        return []
+    # As the end of a turn would: the next turn starts from it, nothing is pending.
+    memory.graph.update_state(
+        memory.run_config(thread_id), {"topics": topics, "events": events}, as_node="bookkeeping"
+    )
+    return [t for e in events for t in e.get("topic_ids", [])]
+
+
+def sleep_over_cap(
+    topics: dict[str, TopicRecord], settings: Settings, index: TopicIndex, when: str
+) -> list[TurnEvent]:
+    """Put the active topics of ``topics`` past ``max_active`` to sleep, in place; their events.
+
+    The index learns each status before the registry does (the caller writes the registry).
+    """
     events: list[TurnEvent] = []
-    for topic_id, reason in over.items():
+    for topic_id, reason in over_the_cap(list(topics.values()), settings).items():
         asleep: TopicRecord = {**topics[topic_id], "status": "dormant"}
         asleep.pop("low_rounds", None)
         topics[topic_id] = asleep
@@ -44,12 +61,8 @@ def cap_after_import(memory: TopicMemory, thread_id: str) -> list[str]:
             {
                 "kind": "dormant",
                 "topic_ids": [topic_id],
-                "reason": f"after an import: {reason}",
-                "detail": f"{asleep['name']}: after an import, {reason}",
+                "reason": f"{when}: {reason}",
+                "detail": f"{asleep['name']}: {when}, {reason}",
             }
         )
-    # As the end of a turn would: the next turn starts from it, nothing is pending.
-    memory.graph.update_state(
-        memory.run_config(thread_id), {"topics": topics, "events": events}, as_node="bookkeeping"
-    )
-    return list(over)
+    return events

@@ -11,7 +11,9 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from langgraph_topics.activation.active_cap import sleep_over_cap
 from langgraph_topics.roles.topic_info import topic_info
+from langgraph_topics.scoring.usage import with_counts
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.splitting.prepared import PreparedSplit, prepare_split, still_valid
 from langgraph_topics.state.records import StoredMessage, TopicRecord, TurnEvent
@@ -145,6 +147,12 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
             "created": list(created.values()),
         }
     )
+    if state.get("turn_mode") == "split":
+        # No bookkeeping follows a split run: what it would do for a split is done here (the
+        # topics the split added to count it, the active set back within max_active).
+        for topic_id in grouped:
+            topics[topic_id] = with_counts(topics[topic_id], {"updated": 1})
+        events += sleep_over_cap(topics, services.settings, stores.topic_index, "after a split")
     if state.get("turn_mode") == "import":  # an import turn ends here: no bookkeeping to log it
         log_turn(services, thread_id, state, topics, events)
     elif state.get("turn_mode") == "split":  # its own line: the turn's events are logged already
