@@ -167,10 +167,13 @@ def decide_dormancy(
 def activation_quota(active_count: int, settings: Settings, *, deep: bool) -> int:
     """How many index candidates to activate: many when few are active, few when many are.
 
-    A deep (recall-cue) search may fill up to the maximum; a normal one up to the default.
+    A deep (recall-cue) search may fill up to the maximum; a normal one up to the default. A
+    full registry still lets one in (a topic the user asks for must not wait for another to
+    fall asleep): the fan-out reads the topics woken this turn first, and the bookkeeping puts
+    the weakest past ``max_active`` to sleep at the end of the turn.
     """
     ceiling = settings.max_active if deep else settings.default_active
-    room = max(0, settings.max_active - active_count)
+    room = max(1, settings.max_active - active_count)
     wanted = max(1, ceiling - active_count)
     return min(room, wanted)
 

@@ -162,7 +162,9 @@ def build_state_shaped_floor_graph(path: Path) -> Any:
         "respond", _shaped_respond, destinations=("activate", "assemble", "bookkeeping")
     )
     builder.add_node("bookkeeping", _bookkeeping)
-    builder.add_edge(START, "estimate")
+    builder.add_node("inject_workflow", _nothing)  # the card's workflow step, as in the graph
+    builder.add_edge(START, "inject_workflow")
+    builder.add_edge("inject_workflow", "estimate")
     builder.add_edge("split", "recall_cue")
     builder.add_edge("activate", "assemble")
     builder.add_edge("topic_window", "assemble")
