@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -14,9 +15,34 @@ from postgres_server import PostgresServer, PostgresUnavailable, start_postgres
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.roles.native import native_roles
 from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.splitting.background import BackgroundSplits
 from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
 from langgraph_topics.stores.embeddings import UseEmbedder
 from langgraph_topics.stores.topic_store import JsonlTopicStore
+
+_background: weakref.WeakSet[BackgroundSplits] = weakref.WeakSet()
+_started = BackgroundSplits.__init__
+
+
+def _recorded(self: BackgroundSplits, *args: object, **kwargs: object) -> None:
+    _started(self, *args, **kwargs)  # type: ignore[arg-type]
+    _background.add(self)
+
+
+BackgroundSplits.__init__ = _recorded  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _background_splits_end_with_their_test() -> Iterator[None]:
+    """A split a test left planning (a memory it did not close) ends before the next test.
+
+    Model-backed splits land after the reply, on a worker: one still running would log its
+    warnings into the next test's output (an in-process CLI prints every warning).
+    """
+    yield
+    for splits in list(_background):
+        splits.wait(timeout=60)
+
 
 DATA = Path(__file__).parent / "data"
 
