@@ -45,7 +45,10 @@ def _chat_until_split_due(memory: TopicMemory, splitter: _HeldSplitter) -> int:
     """Chat until a turn's estimate asks for a split; returns the turns sent."""
     for turn in range(60):
         memory.chat("t", _line(turn))
-        if splitter.entered.wait(0.05):
+        # Read without waiting for the split (``memory.state`` would wait for it).
+        values = memory.graph.get_state(memory.run_config("t")).values
+        if values["estimate"]["split"]:
+            assert splitter.entered.wait(30), "the split due was never planned"
             return turn + 1
     raise AssertionError("no turn passed the split trigger")
 
