@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from langgraph_topics.errors import log_degraded
+from langgraph_topics.roles.llm.brief_writer import LlmBriefWriter
 from langgraph_topics.roles.protocols import NewTopic, SplitPlan, TopicInfo
 from langgraph_topics.roles.topic_info import topic_infos
 from langgraph_topics.services import ThreadStores, TopicServices
@@ -168,8 +169,9 @@ def _write_briefs(
 ) -> None:
     """Every touched topic's brief as it will read once the split's messages are appended.
 
-    The writers run in parallel: each is one model call of a few seconds, and a split that
-    touches nine topics would otherwise wait for nine of them one after another.
+    Model-backed writers run in parallel: each is one call of a few seconds, and a split that
+    touches nine topics would otherwise wait for nine of them one after another. In-process
+    ones (native) run one after another: threads would only share the interpreter.
     """
     jobs: dict[Destination, tuple[TopicInfo, list[StoredMessage]]] = {}
     counter = services.token_counter
@@ -209,7 +211,7 @@ def _write_briefs(
             return None
 
     order = list(jobs)
-    if len(order) > 1:
+    if len(order) > 1 and isinstance(services.roles.brief_writer, LlmBriefWriter):
         with ThreadPoolExecutor(max_workers=min(len(order), 8)) as pool:
             written = list(pool.map(brief_for, order))
     else:
