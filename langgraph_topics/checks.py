@@ -9,6 +9,7 @@ from pathlib import Path
 
 from langgraph_topics.errors import InputError
 from langgraph_topics.state.records import AssembledContext, TopicResult
+from langgraph_topics.stores.checkpointed_mark import MARK_FILE
 from langgraph_topics.stores.topic_audit import TopicFilesAudit
 from langgraph_topics.stores.topic_store import TOPICS_DIR
 
@@ -32,7 +33,7 @@ class CheckReport:
 
 
 class LostCheckpointsError(InputError):
-    """A thread's topic files hold messages but its checkpoint database holds no checkpoint.
+    """A thread had checkpoints (or its topic files hold messages) but now has none.
 
     The database was deleted or emptied (or another one put in its place). Running on would
     start the thread over from nothing and leave every stored message unseen, so the thread
@@ -43,13 +44,22 @@ class LostCheckpointsError(InputError):
 def lost_checkpoints(
     thread_id: str, database: Path, thread_directory: Path, messages: int
 ) -> LostCheckpointsError:
-    """The one-line error for a thread whose checkpoints are gone and topic files are not."""
+    """The one-line error for a thread whose checkpoints are gone.
+
+    ``messages``: how many its topic files hold; none when it was never split (its
+    ``.checkpointed`` mark tells that it had checkpoints).
+    """
     topics = thread_directory / TOPICS_DIR
+    if messages:
+        held = f"but its topic files ({topics}) hold {messages} messages"
+        lost = "deleted or emptied"
+    else:
+        held = f"although it had checkpoints there ({thread_directory / MARK_FILE})"
+        lost = "deleted or emptied, and every message of the thread with it (none was split yet)"
     return LostCheckpointsError(
-        f"{database}: no checkpoint of thread {thread_id!r}, but its topic files ({topics}) "
-        f"hold {messages} messages: the checkpoint database was deleted or emptied; nothing "
-        f"was changed: restore {database.name} from a backup (the thread is refused until "
-        "then, so that it does not start over without them)"
+        f"{database}: no checkpoint of thread {thread_id!r}, {held}: the checkpoint database "
+        f"was {lost}; nothing was changed: restore {database.name} from a backup (the thread "
+        "is refused until then, so that it does not start over without its history)"
     )
 
 

@@ -60,6 +60,7 @@ from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.advisory_locks import AdvisoryThreadLocks
 from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, stored_head
 from langgraph_topics.stores.checkpoint_retention import Retention, prune_checkpoints
+from langgraph_topics.stores.checkpointed_mark import CheckpointedMarks, is_marked
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.pending_writes import has_pending_writes
 from langgraph_topics.stores.postgres_profile import (
@@ -177,6 +178,7 @@ class TopicMemory:
         """Checkpoints each thread keeps (older ones are deleted every few turns, see
         ``checkpoint_retention``; 0 keeps all)."""
         self._retention = Retention()
+        self._marks = CheckpointedMarks()
         self._profile: PostgresProfile | None = None
         """The ``postgres`` profile's pool, saver and store (None: embedded)."""
         if services is not None:  # fully wired by the caller: its settings rule
@@ -410,6 +412,9 @@ class TopicMemory:
                 ),
             )
             self._retention.after_turn(self.checkpointer, thread_id, self.keep_checkpoints)
+            if self._profile is None:  # a shared database is not deleted with a data dir
+                root = thread_directory(Path(self.settings.data_dir), thread_id)
+                self._marks.mark(root, thread_id)
         estimate = result.get("estimate") or {}
         if (
             self._splits is not None
@@ -941,11 +946,13 @@ class TopicMemory:
         return thread_directory(Path(self.settings.data_dir), thread_id).is_dir()
 
     def require_checkpoints(self, thread_id: str) -> None:
-        """Refuse a thread whose topic files hold messages while it has no checkpoint at all.
+        """Refuse a thread that lost its checkpoints (it had some, or topic files hold messages).
 
         That is a checkpoint database deleted or emptied: a turn would start the thread over
-        and ``check`` would take the stored messages for other branches'. Cheap for a thread
-        with a checkpoint (one index row); the topic files are read only when there is none.
+        and ``check`` would take the stored messages for other branches'. A thread not split
+        yet has no topic file; its ``.checkpointed`` mark (``checkpointed_mark``) tells it.
+        Cheap for a thread with a checkpoint (one index row); the topic files are read only
+        when there is none.
 
         Raises:
             LostCheckpointsError: Naming the database, the topic files and how many messages
@@ -958,9 +965,10 @@ class TopicMemory:
         root = thread_directory(Path(self.settings.data_dir), thread_id)
         audit = audit_topic_files(root, None)  # read only: no lock, which would create files
         stored = len(audit.branch.keys() | audit.elsewhere.keys())
-        # A first turn checkpoints its input before any split writes a topic file, so a
-        # checkpoint that appeared meanwhile means another process just began the thread.
-        if stored and self.checkpointer.get_tuple(config) is None:
+        # A first turn checkpoints its input before any split writes a topic file and before
+        # the mark is written, so a checkpoint that appeared meanwhile means another process
+        # just began the thread.
+        if (stored or is_marked(root)) and self.checkpointer.get_tuple(config) is None:
             database = Path(self.settings.data_dir) / "checkpoints.sqlite"
             raise lost_checkpoints(thread_id, database, root, stored)
 

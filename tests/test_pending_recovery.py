@@ -30,11 +30,11 @@ _KILLED_CHAT = textwrap.dedent(
     import os, signal, sys
     from langgraph_topics.cli import chat
     from langgraph_topics.cli.main import main
-    from langgraph_topics.cli.pending_line import ChatSession
+    from langgraph_topics.cli.pending_line import Abandoned, ChatSession
 
     point, data_dir = sys.argv[1], sys.argv[2]
     written = []
-    write, send = ChatSession.write, chat._send
+    write, send, forget = ChatSession.write, chat._send, Abandoned.forget
 
     def killing_write(self, text, message_id=None):
         entry = write(self, text, message_id)
@@ -49,7 +49,14 @@ _KILLED_CHAT = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)  # its turn is saved, its answer unprinted
         return reply
 
-    ChatSession.write, chat._send = killing_write, killing_send
+    def killing_forget(self):
+        if point == "taking over":
+            # This session holds the dead one's line now, and the dead one's file is still
+            # there: one line pending in two files, under one message id.
+            os.kill(os.getpid(), signal.SIGKILL)
+        forget(self)
+
+    ChatSession.write, chat._send, Abandoned.forget = killing_write, killing_send, killing_forget
     sys.exit(main(["chat", "--data-dir", data_dir, "--thread", "t"]))
     """
 )
@@ -97,22 +104,33 @@ def _turns(data_dir: Path) -> tuple[list[str], list[str]]:
     return users, answers
 
 
-@pytest.mark.parametrize("point", ["saved", "answered"])
-def test_a_line_typed_twice_and_killed_right_after_is_answered_once(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], point: str
-) -> None:
-    data_dir = tmp_path / "d"
+def _killed_chat(data_dir: Path, point: str, stdin: str) -> list[str]:
+    """Run ``chat`` in a process that kills itself (-9) at ``point``; its answers printed."""
     killed = subprocess.run(
         [sys.executable, "-c", _KILLED_CHAT, point, str(data_dir)],
-        input="yes\nyes\n",
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=300,
         cwd=Path(__file__).parent,
     )
     assert killed.returncode == -9, killed.stderr[-3000:]
-    assert len([line for line in killed.stdout.splitlines() if line.strip()]) == 1  # 1st answer
+    return [line for line in killed.stdout.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    ("point", "pid_reused"), [("saved", False), ("answered", False), ("saved", True)]
+)
+def test_a_line_typed_twice_and_killed_right_after_is_answered_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], point: str, pid_reused: bool
+) -> None:
+    data_dir = tmp_path / "d"
+    assert len(_killed_chat(data_dir, point, "yes\nyes\n")) == 1  # the first line's answer
     assert len(_pending_files(data_dir)) == 2  # the dead session's lock and its line
+    if pid_reused:  # the killed chat's pid now belongs to a live process: this one
+        (line,) = pending_directory(data_dir, THREAD).glob(f"{PREFIX}*.json")
+        entry = json.loads(line.read_text("utf-8"))
+        line.write_text(json.dumps({**entry, "pid": os.getpid()}), "utf-8")
 
     status, out, err = _chat(capsys, data_dir)
     assert status == 0 and out.strip(), err
@@ -129,6 +147,23 @@ def test_a_line_typed_twice_and_killed_right_after_is_answered_once(
     status, out, err = _chat(capsys, data_dir)  # settled once: nothing more to recover
     assert (status, out, err) == (0, "", [])
     assert _turns(data_dir)[0] == ["yes", "yes"]
+
+
+def test_a_recovery_killed_while_taking_a_line_over_answers_it_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = tmp_path / "d"
+    assert len(_killed_chat(data_dir, "saved", "yes\nyes\n")) == 1
+    assert _killed_chat(data_dir, "taking over", "") == []
+    assert len(_pending_files(data_dir)) == 4  # the line, pending in both dead sessions
+
+    status, out, err = _chat(capsys, data_dir)
+    assert status == 0 and len(out.strip().splitlines()) == 1, (out, err)
+    assert len(err) == 1 and err[0].startswith("langgraph-topics: interrupted: 'yes'"), err
+    users, answers = _turns(data_dir)
+    assert users == ["yes", "yes"] and len(answers) == 2
+    assert out.strip() == answers[-1].strip()
+    assert _pending_files(data_dir) == []
 
 
 def _leave_line(data_dir: Path, text: str, pid: int, session: str = "dead") -> Path:
@@ -256,6 +291,52 @@ def test_a_lost_checkpoint_database_is_one_line_and_nothing_starts_over(
         assert memory.checkpointer.get_tuple(memory.run_config(THREAD)) is None
         with pytest.raises(LostCheckpointsError, match="checkpoints.sqlite"):
             memory.check(THREAD)  # the API says so too, as a typed error
+
+
+def _thread_files(data_dir: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(data_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((data_dir / "threads").rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied"])
+def test_a_lost_checkpoint_database_of_a_thread_never_split_is_one_line_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    # Its messages were in the database only: no topic file shows the thread existed.
+    data_dir = tmp_path / "d"
+    done = subprocess.run(
+        [sys.executable, "-m", "langgraph_topics.cli.main", "chat"]
+        + ["--data-dir", str(data_dir), "--thread", THREAD],
+        input="hello\nyes\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and len(done.stdout.strip().splitlines()) == 2, done.stderr
+    assert not list((data_dir / "threads").glob("*/topics/*.jsonl"))
+    database = data_dir / "checkpoints.sqlite"
+    for extra in ("-wal", "-shm"):
+        Path(f"{database}{extra}").unlink(missing_ok=True)
+    if how == "deleted":
+        database.unlink()
+    else:
+        database.write_bytes(b"")
+    files = _thread_files(data_dir)
+    records = tmp_path / "c.jsonl"
+    records.write_text(json.dumps({"role": "user", "content": "an old line"}), "utf-8")
+    data = ("--data-dir", str(data_dir), "--thread", THREAD)
+    for command in (["chat"], ["context", "hello"], ["check"], ["import", str(records)]):
+        status, out, err = _cli(capsys, *command, *data, stdin="hello again\n")
+        assert status == 2 and out == "" and len(err) == 1, (command, out, err)
+        assert str(database) in err[0] and "no checkpoint of thread 't'" in err[0], err
+        assert ".checkpointed" in err[0] and "restore" in err[0], err
+    assert _thread_files(data_dir) == files  # nothing written
+    with TopicMemory(data_dir=data_dir) as memory:
+        with pytest.raises(LostCheckpointsError, match="none was split"):
+            memory.check(THREAD)
 
 
 def test_a_new_thread_is_not_taken_for_a_lost_one(

@@ -125,7 +125,14 @@ def _settle_pending(memory: Any, thread_id: str, session: ChatSession) -> None:
             # A turn whose input was saved but not run: finished first, so its line is in
             # the state below (and not sent a second time).
             memory.resume(thread_id)
+        settled: set[str] = set()
         for line in lines:
+            if line.entry.message_id in settled:
+                # A recovery killed while taking a line over leaves it in its own file and
+                # in the dead session's: one line, answered or shown once.
+                line.forget()
+                continue
+            settled.add(line.entry.message_id)
             _settle_one(memory, thread_id, session, line)
 
 
