@@ -33,6 +33,8 @@ DEFAULT_SUBTOPIC_LIMIT_TOKENS = 4000
 dividing at it keeps the native evidence recall (benchmarks/README §1)."""
 CHEAP_CONTEXT_ENV = "LANGGRAPH_TOPICS_CHEAP_CONTEXT_TOKENS"
 WINDOW_INPUT_ENV = "LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS"
+WINDOW_SUMMARIES_ENV = "LANGGRAPH_TOPICS_TOPIC_WINDOW_SUMMARIES"
+CACHE_BREAKPOINTS_ENV = "LANGGRAPH_TOPICS_CACHE_BREAKPOINTS"
 DEFAULT_WINDOW_INPUT_TOKENS = 40_000
 """Cheap-model input of one turn's topic windows: about six calls of a full topic (4,000
 tokens, ``DEFAULT_SUBTOPIC_LIMIT_TOKENS``) read against an 8,000-token budget's working set."""
@@ -104,6 +106,21 @@ def _default_store() -> str:
             f"{STORE_ENV} must be one of {', '.join(('platform', *STORE_PROFILES))}, got {raw!r}"
         )
     return raw
+
+
+def _env_switch(variable: str) -> bool | None:
+    """A yes/no variable: ``1``/``true``/``on`` or ``0``/``false``/``off``.
+
+    Unset or ``auto``: None (the setting decides by itself).
+    """
+    raw = (os.environ.get(variable) or "").strip().lower()
+    if raw in ("", "auto"):
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise InputError(f"{variable} must be 1, 0 or auto, got {raw!r}")
 
 
 def _env_text(variable: str) -> str | None:
@@ -313,6 +330,31 @@ class Settings:
     the governed topic windows of one turn may send; the topics with the best evidence are
     read first. None: no cap. ``LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS`` sets it (0: no
     cap)."""
+    topic_window_reads: int | None = 2
+    """The most topics a model reads in one turn (every pass of it), the best evidence first;
+    the other active topics are read by the native back end (milliseconds, no call), so what
+    the evidence holds of them still reaches the main window. The wave of model calls lasts as
+    long as its slowest call, and a topic past the best two rarely holds what the model would
+    quote. None: no limit but the governor's other rules."""
+    topic_window_summaries: bool = field(
+        default_factory=lambda: bool(_env_switch(WINDOW_SUMMARIES_ENV))
+    )
+    """Whether a model topic window also writes a summary beside its references (seed 000
+    §4.2's ``summary``, up to ``summary_soft_limit_chars``). Off by default: the main model
+    reads the referenced messages' original text (the zero-loss part) under the topic's name
+    and brief, and the turn does not wait for the cheap model to write prose (its output time
+    is the wave's length: ``benchmarks/README.md``, ``bench cost``). On, every read topic above
+    the threshold adds its summary and a summary card. The native topic window always
+    summarises (it costs no output time). ``LANGGRAPH_TOPICS_TOPIC_WINDOW_SUMMARIES=1`` sets it."""
+    cache_breakpoints: bool | None = field(
+        default_factory=lambda: _env_switch(CACHE_BREAKPOINTS_ENV)
+    )
+    """Whether model prompts mark the end of their stable prefix (a topic window's system
+    prompt and split messages) as a cache breakpoint, in the model's own format
+    (``cache_control`` for Anthropic, ``prompt_cache_breakpoint`` for OpenAI). None (auto): for
+    the providers that cache only at breakpoints (Anthropic); ``True`` for every model (an
+    OpenAI-compatible endpoint that reads OpenAI's breakpoints); ``False`` never.
+    ``LANGGRAPH_TOPICS_CACHE_BREAKPOINTS`` (1, 0, auto) sets it."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
@@ -356,6 +398,11 @@ class Settings:
             raise ValueError(
                 "topic_window_input_tokens must be positive (None: no cap), got "
                 f"{self.topic_window_input_tokens}"
+            )
+        if self.topic_window_reads is not None and self.topic_window_reads < 0:
+            raise ValueError(
+                f"topic_window_reads must not be negative (None: no limit), got "
+                f"{self.topic_window_reads}"
             )
         if self.split_topic_candidates < 1:
             raise ValueError(

@@ -194,10 +194,21 @@ class FakeOpenAI:
 
 
 MESSAGE = re.compile(r'<message id="([^"]+)" role="(\w+)"[^>]*>(.*?)</message>', re.DOTALL)
+NUMBERED = re.compile(r'<m n="([^"]+)" role="(\w+)"[^>]*>(.*?)</m>', re.DOTALL)
+"""A topic window's lean markup: a reply names a message by its number."""
 
 
 def message_ids(block: str) -> list[str]:
-    return [m.group(1) for m in MESSAGE.finditer(block)]
+    """What a reply may name each message of a prompt block by: its id, or its number."""
+    return [m.group(1) for m in MESSAGE.finditer(block)] or [
+        m.group(1) for m in NUMBERED.finditer(block)
+    ]
+
+
+def user_texts(block: str) -> list[str]:
+    """The user messages' texts of a prompt block, in order (either markup)."""
+    found = MESSAGE.findall(block) or NUMBERED.findall(block)
+    return [text for _, role, text in found if role == "user"]
 
 
 def section(text: str, tag: str) -> str:

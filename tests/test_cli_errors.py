@@ -216,7 +216,9 @@ def test_a_failing_provider_is_one_line_per_failed_call(
     assert status == 0
     assert len([line for line in out.splitlines() if line.strip()]) == 3  # every line answered
     failed_calls = len(wire.requests) // 3  # each call is tried three times (two retries)
-    assert len(wire.requests) % 3 == 0 and failed_calls >= 3 + 3  # responder + topic windows
+    # Three responder calls and the topic windows the governor had the model read.
+    assert len(wire.requests) % 3 == 0 and failed_calls >= 3 + 1
+    assert {r.role for r in wire.requests} >= {"responder", "topic_window"}
     assert len(err) == failed_calls, "\n".join(err)
     for line in err:
         assert (

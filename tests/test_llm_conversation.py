@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 from langchain_openai import ChatOpenAI
-from llm_wire import FakeOpenAI, Reply, Request, section, topic_result
+from llm_wire import (
+    FakeOpenAI,
+    Reply,
+    Request,
+    message_ids,
+    section,
+    topic_result,
+    user_texts,
+)
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.roles.factory import build_roles
@@ -47,7 +55,7 @@ def group_of(text: str) -> str | None:
 
 
 def last_user_message(block: str) -> str:
-    found = re.findall(r'<message id="[^"]+" role="user"[^>]*>(.*?)</message>', block, re.DOTALL)
+    found = user_texts(block)
     return found[-1] if found else ""
 
 
@@ -83,9 +91,9 @@ def fake_brief_writer(request: Request) -> Reply:
 
 
 def fake_topic_window(request: Request) -> Reply:
-    name = re.search(r"- Name: (.*)", request.system).group(1).strip()  # type: ignore[union-attr]
+    name = re.search(r"- Name: (.*)", request.user).group(1).strip()  # type: ignore[union-attr]
     question = last_user_message(section(request.user, "unsplit_messages"))
-    split_ids = re.findall(r'<message id="([^"]+)"', section(request.user, "split_messages"))
+    split_ids = message_ids(section(request.user, "split_messages"))
     if group_of(question) == name or (
         name in GROUPS and any(w in question.lower() for w in GROUPS[name])
     ):
@@ -254,7 +262,7 @@ def test_topic_window_prompts_of_consecutive_turns_share_the_topic_prefix(
     before = len(wire.of_role("topic_window"))
     memory.chat(thread, "Which ryokan in Kyoto did we pick?")
     memory.chat(thread, "Is the Kyoto ryokan close to Gion?")
-    kyoto = [r for r in wire.of_role("topic_window")[before:] if "- Name: Kyoto trip" in r.system]
+    kyoto = [r for r in wire.of_role("topic_window")[before:] if "- Name: Kyoto trip" in r.user]
     assert len(kyoto) == 2
     first, second = kyoto[0].prompt_text, kyoto[1].prompt_text
     shared = common_prefix(first, second)
@@ -276,7 +284,7 @@ def test_a_failing_topic_window_is_left_out_and_the_turn_completes(
     )
 
     def flaky(request: Request) -> Reply:
-        if "- Name: Sourdough" in request.system:
+        if "- Name: Sourdough" in request.user:
             return Reply(status=500)
         return fake_topic_window(request)
 

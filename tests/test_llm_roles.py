@@ -12,6 +12,7 @@ from fakes import context_of
 from langchain_openai import ChatOpenAI
 from llm_wire import FakeOpenAI, Reply, Request, section, topic_result
 
+from langgraph_topics.errors import InputError
 from langgraph_topics.roles.llm import (
     CallPolicy,
     LlmBriefWriter,
@@ -21,6 +22,7 @@ from langgraph_topics.roles.llm import (
     LlmTopicWindow,
 )
 from langgraph_topics.roles.llm.brief_writer import parse_brief
+from langgraph_topics.roles.llm.cache_breakpoints import breakpoint_mark
 from langgraph_topics.roles.llm.retries import Backoff, is_transient
 from langgraph_topics.roles.llm.topic_window import parse_verdict
 from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
@@ -31,6 +33,7 @@ from langgraph_topics.roles.protocols import (
     TopicInfo,
     TopicVerdict,
 )
+from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import AssembledContext, StoredMessage
 
 POLICY = CallPolicy(backoff=Backoff(retries=2, base_seconds=0.001), format_retries=1, language="en")
@@ -113,11 +116,19 @@ def test_topic_window_well_formed_reply_and_prompt_layout(wire: FakeOpenAI) -> N
         "summary": "Gion ryokan & dates",
     }
     [request] = wire.requests
-    assert "Kyoto trip" in request.system and "<topic_result>" in request.system
+    assert "<topic_result>" in request.system and "Kyoto trip" not in request.system
     body = request.user
-    # Split messages first, unsplit last: consecutive calls share the longest prefix.
-    assert body.index('id="m1"') < body.index('id="m2"') < body.index('id="m9"')
-    assert 'id="m9"' in section(body, "unsplit_messages")
+    # The instructions are the same for every topic; then the split messages (numbered), the
+    # topic's name and brief (a rewritten brief leaves the messages' prefix cached), and the
+    # unsplit messages last: consecutive calls share the longest prefix.
+    assert body.index('<m n="1" role="user">') < body.index('<m n="2" role="assistant">')
+    assert body.index('n="2"') < body.index("Kyoto trip") < body.index('<m n="3" role="user">')
+    assert 'n="3"' in section(body, "unsplit_messages")
+    assert 'id="' not in body  # numbers, not ids: a lean prompt and a short reply
+    # Numbers in the reply name the messages; a message's own id is read as well.
+    wire.script("topic_window", Reply(topic_result(0.8, ["2", "m1", "7"], "Gion")))
+    verdict = window(wire).evaluate(TOPIC, SPLIT, UNSPLIT)
+    assert verdict["referenced_message_ids"] == ["m2", "m1"]
 
 
 def test_score_outside_range_is_rejected_and_asked_again(wire: FakeOpenAI) -> None:
@@ -467,14 +478,19 @@ def test_every_prompt_renders_in_both_languages(name: str, language: str) -> Non
 def test_a_prompt_directory_overrides_a_prompt(wire: FakeOpenAI, tmp_path: Path) -> None:
     (tmp_path / "en").mkdir()
     (tmp_path / "en" / "topic_window.md").write_text(
-        "---\nvariables: topic_name, topic_summary, topic_file, summary_chars\n---\n"
-        "CUSTOM analyser for {topic_name}. Answer with <topic_result>.\n",
+        "---\nvariables: output_format\n---\nCUSTOM analyser.\n{output_format}\n", "utf-8"
+    )
+    (tmp_path / "en" / "topic_window_turn.md").write_text(
+        "---\nvariables: topic_name, topic_summary, topic_file, unsplit_messages\n---\n"
+        "CUSTOM topic {topic_name}: {unsplit_messages}\n",
         "utf-8",
     )
     policy = CallPolicy(backoff=POLICY.backoff, language="en", prompt_dir=tmp_path)
     wire.script("topic_window", Reply(topic_result(0.5)))
     LlmTopicWindow(model(wire), StubWindow(), policy).evaluate(TOPIC, SPLIT, UNSPLIT)
-    assert wire.requests[0].system.startswith("CUSTOM analyser for Kyoto trip")
+    [request] = wire.requests
+    assert request.system.startswith("CUSTOM analyser.") and "<topic_result>" in request.system
+    assert "CUSTOM topic Kyoto trip: " in request.user and "<split_messages>" in request.user
 
 
 def test_chinese_conversation_gets_the_chinese_prompt(wire: FakeOpenAI) -> None:
@@ -567,3 +583,51 @@ def test_quotes_of_two_topics_interleave_by_value_within_the_budget(wire: FakeOp
     assert window_["topic_ids"] == ["topic-1", "topic-2"]  # blocks by topic score
     given_way = [t["id"] for t in window_["trimmed"] if t["kind"] == "referenced_message"]
     assert set(given_way) == {"a3", "b2"}
+
+
+# --- explicit cache breakpoints ------------------------------------------------------------------
+
+
+class ChatAnthropic:
+    """Stands for langchain-anthropic's model: only its class name is looked at."""
+
+
+def test_breakpoints_are_marked_where_the_provider_needs_them() -> None:
+    openai_model = ChatOpenAI(model="gpt", api_key="k")  # type: ignore[call-arg]
+    # Auto: Anthropic caches only at breakpoints; OpenAI caches prefixes by itself.
+    assert breakpoint_mark(ChatAnthropic(), None) == {"cache_control": {"type": "ephemeral"}}
+    assert breakpoint_mark(openai_model, None) is None
+    assert breakpoint_mark(openai_model, True) == {"prompt_cache_breakpoint": {"mode": "explicit"}}
+    assert breakpoint_mark(ChatAnthropic(), False) is None
+
+
+def test_a_topic_prompt_marks_the_end_of_its_split_messages(wire: FakeOpenAI) -> None:
+    wire.script("topic_window", Reply(topic_result(0.5, ["1"])))
+    LlmTopicWindow(model(wire), StubWindow(), POLICY, cache_breakpoints=True).evaluate(
+        TOPIC, SPLIT, UNSPLIT
+    )
+    stable, rest = wire.requests[0].body["messages"][1]["content"]
+    # The instructions and the split messages (what only grows) end at the breakpoint; the
+    # topic's brief and the unsplit messages follow it.
+    assert stable["prompt_cache_breakpoint"] == {"mode": "explicit"}
+    assert stable["text"].rstrip().endswith("</split_messages>")
+    assert "Kyoto trip" in rest["text"] and "<unsplit_messages>" in rest["text"]
+    assert "prompt_cache_breakpoint" not in rest
+    # Unmarked (the default for this model), the input is one text.
+    wire.script("topic_window", Reply(topic_result(0.5, ["1"])))
+    window(wire).evaluate(TOPIC, SPLIT, UNSPLIT)
+    assert isinstance(wire.requests[1].body["messages"][1]["content"], str)
+
+
+def test_the_switches_read_their_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LANGGRAPH_TOPICS_CACHE_BREAKPOINTS", raising=False)
+    monkeypatch.delenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_SUMMARIES", raising=False)
+    assert Settings().cache_breakpoints is None and Settings().topic_window_summaries is False
+    monkeypatch.setenv("LANGGRAPH_TOPICS_CACHE_BREAKPOINTS", "on")
+    monkeypatch.setenv("LANGGRAPH_TOPICS_TOPIC_WINDOW_SUMMARIES", "1")
+    assert Settings().cache_breakpoints is True and Settings().topic_window_summaries is True
+    monkeypatch.setenv("LANGGRAPH_TOPICS_CACHE_BREAKPOINTS", "0")
+    assert Settings().cache_breakpoints is False
+    monkeypatch.setenv("LANGGRAPH_TOPICS_CACHE_BREAKPOINTS", "sometimes")
+    with pytest.raises(InputError, match="LANGGRAPH_TOPICS_CACHE_BREAKPOINTS must be 1, 0 or auto"):
+        Settings()

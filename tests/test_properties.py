@@ -368,7 +368,7 @@ class ChaoticReplies:
             seed = self.seed
         key = _VOLATILE.sub("", f"{seed}\x00" + "\x00".join(m.text for m in messages))
         rng = random.Random(hashlib.sha256(key.encode("utf-8", "replace")).hexdigest())
-        ids = re.findall(r'<message id="([^"]*)"', body)
+        ids = re.findall(r'<message id="([^"]*)"', body) or re.findall(r'<m n="([^"]*)"', body)
         topic_ids = re.findall(r'<topic id="([^"]*)"', body)
         return chaos_reply(RandomPick(rng), role, ids, topic_ids)
 

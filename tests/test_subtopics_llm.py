@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from langchain_openai import ChatOpenAI
-from llm_wire import FakeOpenAI, Reply, Request, section, topic_result
+from llm_wire import FakeOpenAI, Reply, Request, message_ids, section, topic_result
 from test_subtopics import kyoto_history, settings_for
 
 from langgraph_topics import TopicMemory
@@ -29,7 +29,7 @@ TOO_LONG = (
 
 
 def quoted(request: Request) -> list[str]:
-    return re.findall(r'<message id="([^"]+)"', section(request.user, "split_messages"))
+    return message_ids(section(request.user, "split_messages"))
 
 
 def small_context_window(request: Request) -> Reply:

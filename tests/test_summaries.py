@@ -331,7 +331,7 @@ def chat_model(wire: FakeOpenAI) -> ChatOpenAI:
 
 def test_a_model_card_is_parsed_and_checked(wire: FakeOpenAI, embedder: UseEmbedder) -> None:
     wire.script("topic_window", Reply(reply_with_card(card_json())))
-    llm = LlmTopicWindow(chat_model(wire), NativeTopicWindow(embedder), POLICY)
+    llm = LlmTopicWindow(chat_model(wire), NativeTopicWindow(embedder), POLICY, summaries=True)
     verdict = llm.evaluate(TOPIC, SPLIT, UNSPLIT)
     card = verdict["card"]
     assert card["source"] == "llm" and card["text"] == "The timeout is 30 seconds now."
@@ -339,6 +339,13 @@ def test_a_model_card_is_parsed_and_checked(wire: FakeOpenAI, embedder: UseEmbed
     assert card["tokens_saved"] > 0
     [request] = wire.requests
     assert '"message_ids"' in request.system and "<card>" in request.system
+    # Without summaries (the default) the prompt asks for the score and references only.
+    wire.script("topic_window", Reply(reply_with_card(card_json())))
+    LlmTopicWindow(chat_model(wire), NativeTopicWindow(embedder), POLICY).evaluate(
+        TOPIC, SPLIT, UNSPLIT
+    )
+    plain = wire.requests[-1].system
+    assert "<referenced_messages>" in plain and "<summary>" not in plain and "<card>" not in plain
 
 
 def test_a_card_citing_unknown_ids_is_asked_again_then_accepted(
@@ -430,7 +437,8 @@ def brief_writer_with_card(request: Request) -> Reply:
 
 
 def topic_window_with_card(request: Request) -> Reply:
-    ids = re.findall(r'<message id="([^"]+)"', section(request.user, "split_messages"))
+    # The prompt numbers its messages; the reply names them by number.
+    ids = re.findall(r'<m n="([^"]+)"', section(request.user, "split_messages"))
     return Reply(
         "<topic_result><relevance_score>0.8</relevance_score>"
         f"<referenced_messages>{ids[0]}</referenced_messages>"
@@ -453,6 +461,7 @@ def test_model_cards_from_a_whole_conversation_expand_to_the_originals(
         strong_model=None,
         cheap_model=None,
         role_models={},
+        topic_window_summaries=True,
     )
     roles = build_roles(settings, cheap=chat_model(wire), embedder=embedder)
     with TopicMemory(settings=settings, roles=roles, embedder=embedder) as memory:

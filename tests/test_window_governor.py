@@ -84,7 +84,7 @@ def _holding(memory: TopicMemory, text: str) -> str:
 
 
 def test_the_plan_skips_what_cannot_enter_and_holds_the_cap() -> None:
-    settings = Settings(topic_window_input_tokens=2500)
+    settings = Settings(topic_window_input_tokens=2500, topic_window_reads=None)
     decisions = plan_windows(
         [
             _candidate("far", rank=90),
@@ -222,7 +222,12 @@ def _governed_memory(
     make_memory: MemoryFactory, roles: Roles, **settings: Any
 ) -> tuple[TopicMemory, GovernedWindow]:
     window = GovernedWindow(roles.topic_window)
-    defaults: dict[str, Any] = {"min_active": 1, "default_active": 10, "max_active": 20}
+    defaults: dict[str, Any] = {
+        "min_active": 1,
+        "default_active": 10,
+        "max_active": 20,
+        "topic_window_reads": None,
+    }
     memory = make_memory(
         budget=900, roles=with_roles(roles, topic_window=window), **(defaults | settings)
     )
@@ -345,3 +350,136 @@ def test_the_active_set_is_capped_after_a_large_import(
     # The first turn after the import reads at most max_active topics, as any turn does.
     assert 0 < len(window.topics_read()) <= 3
     assert memory.check("t").ok
+
+
+# --- the turn's model reads and the native scores -----------------------------------------------
+
+
+def _scored(topic_id: str, rank: int, native: float | None) -> Any:
+    found = TopicEvidence(rank, 0.6, (f"{topic_id}-m",), native_score=native)
+    return TopicCandidate(topic_id, f"fp-{topic_id}", found, 1000)
+
+
+def test_the_plan_reads_the_best_evidence_within_the_turns_reads() -> None:
+    settings = Settings(topic_window_input_tokens=None, topic_window_reads=2)
+    candidates = [
+        _scored("third", 9, 0.5),
+        _scored("best", 0, 0.8),
+        _scored("low", 1, 0.2),
+        _scored("second", 4, 0.6),
+    ]
+    decisions = plan_windows(
+        candidates, settings=settings, reach_rank=50, requested=False, reusable=lambda c: False
+    )
+    assert {t: d["decision"] for t, d in decisions.items()} == {
+        "third": "skip",
+        "best": "read",
+        "low": "skip",
+        "second": "read",
+    }
+    # The native reading of the same evidence says "low" holds nothing the window needs.
+    assert decisions["low"]["reason"] == "native_low" and "0.20" in decisions["low"]["detail"]
+    assert decisions["third"]["reason"] == "reads_cap"
+    # A skip carries the native score: the topic is scored this turn, nothing is quoted.
+    assert decisions["third"]["native_score"] == 0.5 and decisions["low"]["native_score"] == 0.2
+    # Reads of an earlier pass count: a topic asked for later waits for none past the limit.
+    later = plan_windows(
+        [_scored("asked", 30, 0.4)],
+        settings=settings,
+        reach_rank=50,
+        requested=True,
+        reusable=lambda c: False,
+        reads=2,
+    )
+    assert later["asked"]["reason"] == "reads_cap"
+    assert plan_windows(
+        [_scored("asked", 30, 0.4)],
+        settings=settings,
+        reach_rank=50,
+        requested=True,
+        reusable=lambda c: False,
+        reads=1,
+    )["asked"] == {"decision": "read", "fingerprint": "fp-asked", "input_tokens": 1000}
+    with pytest.raises(ValueError, match="topic_window_reads must not be negative"):
+        Settings(topic_window_reads=-1)
+
+
+@dataclass
+class ModelLikeWindow(GovernedWindow):
+    """A governed window with the native back end it falls back on (as ``LlmTopicWindow``)."""
+
+    @property
+    def fallback(self) -> Any:
+        return self.inner
+
+
+def test_topics_past_the_reads_are_scored_natively_and_quote_nothing(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    window = ModelLikeWindow(roles.topic_window)
+    memory = make_memory(
+        budget=900,
+        roles=with_roles(roles, topic_window=window),
+        min_active=1,
+        default_active=10,
+        max_active=20,
+        topic_window_reads=1,
+    )
+    memory.import_messages("t", subject_records(ORDER))
+    window.reset()
+    before = memory.state("t")["topics"]
+    active = {t for t, r in before.items() if r["status"] == "active"}
+    assert len(active) > 1
+
+    state = memory.run_turn("t", {"messages": [("user", SOURDOUGH)], "mode": "context"})
+
+    read = window.topics_read()
+    assert len(read) == 1 and read[0] == _holding(memory, "acetone")
+    results = state["topic_results"]
+    native = {t for t, r in results.items() if r.get("window") == "native"}
+    assert native and native | set(read) <= active and not native & set(read)
+    for topic_id in native:
+        # A score for grey activation; no reference, no summary: the window holds only what
+        # the model chose.
+        assert (
+            results[topic_id]["referenced_message_ids"] == [] and not results[topic_id]["summary"]
+        )
+        assert 0 <= results[topic_id]["relevance_score"] <= 1
+        assert topic_id not in state["context"]["topic_ids"]
+    reasons = {
+        t: e.get("reason")
+        for e in state["events"]
+        if e["kind"] == "skipped"
+        for t in e["topic_ids"]
+    }
+    assert {reasons[t] for t in native} <= {
+        "reads_cap",
+        "native_low",
+        "out_of_reach",
+        "under_floor",
+    }
+    assert memory.check("t").ok
+
+
+def test_native_scores_feed_grey_activation(make_memory: MemoryFactory, roles: Roles) -> None:
+    window = ModelLikeWindow(roles.topic_window)
+    memory = make_memory(
+        budget=900,
+        roles=with_roles(roles, topic_window=window),
+        min_active=1,
+        default_active=10,
+        max_active=20,
+        topic_window_reads=1,
+    )
+    memory.import_messages("t", subject_records(ORDER))
+    before = memory.state("t")["topics"]
+    memory.chat("t", SOURDOUGH)
+    after = memory.state("t")["topics"]
+    line = _chat_line(memory)
+    natives = [t for t, info in line["topics"].items() if info.get("window") == "native"]
+    assert natives and line["topic_windows"]["native"] == len(natives)
+    for topic_id in natives:
+        assert line["topics"][topic_id]["skipped"]  # why no model read it
+        assert len(after[topic_id]["scores"]) == min(
+            len(before[topic_id]["scores"]) + 1, memory.settings.score_window
+        )

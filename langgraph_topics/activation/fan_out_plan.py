@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from langgraph_topics.activation.governor import (
     PROMPT_TOKENS,
@@ -10,8 +11,10 @@ from langgraph_topics.activation.governor import (
     fingerprint,
     governs,
     memo_of,
+    native_window,
     plan_windows,
     reach,
+    reads_this_turn,
     spent_this_turn,
     topic_evidence,
 )
@@ -91,6 +94,7 @@ def govern(
     counter = services.token_counter
     working_tokens = sum(counter(m["content"]) for m in unsplit)
     memo = memo_of(window)
+    native = native_window(window)
     scope = (str(settings.data_dir), thread_id)
     candidates: list[TopicCandidate] = []
     unknown: list[str] = []
@@ -103,7 +107,12 @@ def govern(
         except KeyError:
             unknown.append(topic_id)  # the window says so itself (a degraded event)
             continue
-        found = topic_evidence(evidence, [m["id"] for m in messages])
+        native_score = (
+            None
+            if native is None
+            else partial(native.score_with_evidence, info, evidence=evidence, with_brief=False)
+        )
+        found = topic_evidence(evidence, [m["id"] for m in messages], native_score)
         candidates.append(
             TopicCandidate(
                 topic_id=topic_id,
@@ -121,6 +130,7 @@ def govern(
         requested=state.get("activation_rounds", 0) > 0,
         reusable=lambda c: memo.reusable(scope, c.topic_id, c.fingerprint),
         spent=spent_this_turn(state.get("topic_results") or {}),
+        reads=reads_this_turn(state.get("topic_results") or {}),
     )
     for topic_id in unknown:
         decisions[topic_id] = {"decision": "read"}

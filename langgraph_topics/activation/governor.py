@@ -4,11 +4,13 @@ Before the fan-out the native evidence score of every message of the thread is k
 (``retrieval/turn_evidence.py``). For a topic window served by a model, each active topic then
 gets one of three decisions:
 
-- **skip** when its best evidence cannot enter the window: its best message ranks past what
-  the budget could take (``reach``: ``REACH_FACTOR`` times the messages of an average size the
-  budget holds beside the recent ones, at least ``MIN_REACH``), or its relevance is under
-  ``RELEVANCE_FLOOR``; or when the turn's cheap-model input would pass
-  ``Settings.topic_window_input_tokens`` (the topics with the best evidence are read first);
+- **skip** the model when its best evidence cannot enter the window: its best message ranks
+  past what the budget could take (``reach``: ``REACH_FACTOR`` times the messages of an
+  average size the budget holds beside the recent ones, at least ``MIN_REACH``), or its
+  relevance is under ``RELEVANCE_FLOOR``, or the native reading of the same evidence scores it
+  under the reference threshold; or when the turn already has ``Settings.topic_window_reads``
+  model reads, or its cheap-model input would pass ``Settings.topic_window_input_tokens`` (the
+  topics with the best evidence are read first);
 - **reuse** its previous result when neither the topic (its messages, name and brief) nor the
   question's evidence for it (its best messages, the band of its best relevance and of its
   best rank) changed: the tool rounds of one turn, a follow-up on the same messages. At most
@@ -16,19 +18,18 @@ gets one of three decisions:
 - **read** otherwise.
 
 Topics activated in a later pass of the turn (``activate_topic``, a recall cue, the index
-search) were asked for: they are read (never skipped for their evidence, never served an
-earlier result), within the cap.
+search) were asked for: they are never skipped for their evidence nor served an earlier
+result, within the turn's reads and cap.
 
-Grey activation (seed 000 §4.7, §16.2) keeps working from what is read: a skipped topic gets
-no score (neither an invented 0 nor an estimate), so its sliding average is what its reads
-said; a round skipped for its evidence counts as a round at risk of dormancy instead
-(``grey.decide_dormancy``), so a topic the evidence keeps out of reach falls asleep after
-``Settings.dormancy_rounds`` such turns, as a topic scoring low would, and the index wakes it
-when the conversation comes back to it. A round skipped for the cap says nothing about the
-topic and changes nothing.
+Grey activation (seed 000 §4.7, §16.2) keeps working for every active topic: a skipped topic
+is scored by the native reading of the same evidence (``TopicEvidence.native_score``, worked
+out here anyway), which quotes nothing (the main window holds what the models chose, seed 000
+§15.1), and its sliding average and dormancy follow as in a memory without models. A topic the
+evidence does not reach at all gets no score (neither an invented 0 nor an estimate); its
+round counts as a round at risk of dormancy instead (``grey.decide_dormancy``).
 
 The native topic window is not governed: it costs milliseconds, and the messages it reads are
-the recall the benchmarks measure; the governor decides calls, never the native window.
+the recall the benchmarks measure.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from langgraph_topics.retrieval.evidence import Evidence
+from langgraph_topics.roles.protocols import EvidenceTopicWindow
+from langgraph_topics.runtime_protocols import uses_evidence
 from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import (
     EstimateRecord,
@@ -68,9 +71,10 @@ LEADERS = 3
 RELEVANCE_BAND = 0.05
 """Width of the bands of a topic's best relevance in its fingerprint; its best rank is banded
 by powers of two. A question that moves either out of its band has the topic read again."""
-UNREACHED_REASONS = ("out_of_reach", "under_floor")
+UNREACHED_REASONS = ("out_of_reach", "under_floor", "native_low")
 """Skips that say the topic's evidence cannot matter this turn (a round at risk of dormancy);
 ``input_cap`` and ``max_active`` say nothing of the topic."""
+
 MEMO_ENTRIES = 1024
 """Results kept per topic-window back end (one per topic of the threads in use)."""
 
@@ -84,6 +88,12 @@ def governs(window: object, settings: Settings) -> bool:
     return settings.topic_window_governor and bool(getattr(type(window), "governed", False))
 
 
+def native_window(window: object) -> EvidenceTopicWindow | None:
+    """The native back end a model topic window falls back on, when it reads the evidence."""
+    fallback = getattr(window, "fallback", None)
+    return fallback if uses_evidence(fallback) else None
+
+
 @dataclass(frozen=True)
 class TopicEvidence:
     """What the turn's evidence says of one topic."""
@@ -93,10 +103,19 @@ class TopicEvidence:
     best_relevance: float
     leaders: tuple[str, ...]
     """Its best messages' ids, best first."""
+    native_score: float | None = None
+    """The native topic window's score of it from the same evidence (None: not worked out)."""
 
 
-def topic_evidence(evidence: Evidence, message_ids: Sequence[str]) -> TopicEvidence | None:
-    """The evidence of a topic's messages (None when none of them was scored)."""
+def topic_evidence(
+    evidence: Evidence,
+    message_ids: Sequence[str],
+    native_score: Callable[[Sequence[str]], float | None] | None = None,
+) -> TopicEvidence | None:
+    """The evidence of a topic's messages (None when none of them was scored).
+
+    ``native_score``: the native topic window's score from the topic's scored message ids.
+    """
     ranked = evidence.ranked(message_ids)
     if not ranked:
         return None
@@ -105,6 +124,7 @@ def topic_evidence(evidence: Evidence, message_ids: Sequence[str]) -> TopicEvide
         best_rank=evidence.rank_of(best),
         best_relevance=evidence.relevance_of(best),
         leaders=tuple(ranked[:LEADERS]),
+        native_score=native_score(ranked) if native_score is not None else None,
     )
 
 
@@ -237,6 +257,7 @@ def plan_windows(
     requested: bool,
     reusable: Callable[[TopicCandidate], bool],
     spent: int = 0,
+    reads: int = 0,
 ) -> dict[str, WindowDecision]:
     """The decision for each pending topic of one fan-out.
 
@@ -248,6 +269,7 @@ def plan_windows(
             skipped for their evidence.
         reusable: Whether a candidate's previous result may be reused.
         spent: Input tokens the turn's earlier passes sent.
+        reads: Topics the turn's earlier passes had a model read (``topic_window_reads``).
     """
     decisions: dict[str, WindowDecision] = {}
     wanted: list[TopicCandidate] = []
@@ -265,34 +287,53 @@ def plan_windows(
             wanted.append(candidate)
         elif found is None:
             decisions[candidate.topic_id] = _skip(
-                "out_of_reach", "no message of the topic has evidence this turn"
+                "out_of_reach", "no message of the topic has evidence this turn", found
             )
         elif found.best_rank >= reach_rank:
             decisions[candidate.topic_id] = _skip(
                 "out_of_reach",
                 f"best evidence ranks {found.best_rank + 1}, past the {reach_rank} messages "
                 "the window could take",
+                found,
             )
         elif found.best_relevance < RELEVANCE_FLOOR:
             decisions[candidate.topic_id] = _skip(
                 "under_floor",
                 f"best evidence relevance {found.best_relevance:.2f} under the floor "
                 f"{RELEVANCE_FLOOR:.2f}",
+                found,
+            )
+        elif found.native_score is not None and found.native_score < settings.reference_threshold:
+            decisions[candidate.topic_id] = _skip(
+                "native_low",
+                f"the native reading scores it {found.native_score:.2f}, under the reference "
+                f"threshold {settings.reference_threshold:.2f}",
+                found,
             )
         else:
             wanted.append(candidate)
     cap = settings.topic_window_input_tokens
     # The best evidence first: when the cap cuts, it cuts the topics least likely to matter.
     wanted.sort(key=lambda c: c.evidence.best_rank if c.evidence else math.inf)
+    most = settings.topic_window_reads
     for candidate in wanted:
+        if most is not None and reads >= most:
+            decisions[candidate.topic_id] = _skip(
+                "reads_cap",
+                f"the turn's {most} model reads are taken by topics with better evidence",
+                candidate.evidence,
+            )
+            continue
         if cap is not None and spent + candidate.input_tokens > cap:
             decisions[candidate.topic_id] = _skip(
                 "input_cap",
                 f"{candidate.input_tokens:,} input tokens would pass the turn's cap of "
                 f"{cap:,} ({spent:,} sent)",
+                candidate.evidence,
             )
             continue
         spent += candidate.input_tokens
+        reads += 1
         decisions[candidate.topic_id] = {
             "decision": "read",
             "fingerprint": candidate.fingerprint,
@@ -301,10 +342,18 @@ def plan_windows(
     return {c.topic_id: decisions[c.topic_id] for c in candidates}
 
 
-def _skip(reason: str, detail: str) -> WindowDecision:
-    return {"decision": "skip", "reason": reason, "detail": detail}
+def _skip(reason: str, detail: str, found: TopicEvidence | None) -> WindowDecision:
+    skip: WindowDecision = {"decision": "skip", "reason": reason, "detail": detail}
+    if found is not None and found.native_score is not None:
+        skip["native_score"] = found.native_score
+    return skip
 
 
 def spent_this_turn(results: Mapping[str, TopicResult]) -> int:
     """Input tokens the turn's governed reads have sent so far (earlier passes)."""
     return sum(r.get("input_tokens", 0) for r in results.values())
+
+
+def reads_this_turn(results: Mapping[str, TopicResult]) -> int:
+    """Topics a model read in the turn's earlier passes."""
+    return sum(1 for r in results.values() if r.get("window") == "read")

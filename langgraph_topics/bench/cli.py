@@ -183,6 +183,19 @@ def add_bench_parser(commands: Any) -> None:
         metavar="MIN,BLOCK",
         help="prefix cache: first cached tokens, then blocks of (1024,128)",
     )
+    cost.add_argument(
+        "--reads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="topics a model reads per turn (Settings.topic_window_reads; default: its default)",
+    )
+    cost.add_argument(
+        "--summaries",
+        action="store_true",
+        help="topic windows write a summary and a card beside their references "
+        "(Settings.topic_window_summaries)",
+    )
     _shared(cost)
 
 
@@ -334,6 +347,8 @@ def _cost(args: argparse.Namespace) -> int:
         raise SystemExit(f"no such data file: {args.data}")
     if args.turns <= 0 or args.warmup < 0 or args.time_scale < 0:
         raise SystemExit("--turns must be positive, --warmup and --time-scale not negative")
+    if args.reads is not None and args.reads < 0:
+        raise SystemExit("--reads must not be negative")
     if len(args.strong_latency) != 3 or len(args.cheap_latency) != 3 or len(args.cache) != 2:
         raise SystemExit("--strong-latency/--cheap-latency take 3 numbers, --cache 2")
     if args.strong_latency[1] <= 0 or args.cheap_latency[1] <= 0:
@@ -351,6 +366,8 @@ def _cost(args: argparse.Namespace) -> int:
         turns=args.turns,
         warmup=args.warmup,
         sim=sim,
+        summaries=args.summaries,
+        reads=args.reads,
     )
     report = run_cost(config, _stderr)
     path = _write(args.out, "cost.json", report)

@@ -55,6 +55,10 @@ class CostConfig:
     turns: int = 24
     warmup: int = 3
     sim: SimConfig = field(default_factory=SimConfig)
+    summaries: bool = False
+    """``Settings.topic_window_summaries`` of the chat turns."""
+    reads: int | None = None
+    """``Settings.topic_window_reads`` of the chat turns (None: the setting's default)."""
     work_dir: Path | None = None
     """Scratch data directories go here (a temporary directory when ``None``)."""
 
@@ -178,6 +182,10 @@ def run_cost(config: CostConfig, progress: Progress) -> dict[str, Any]:
             "turns": config.turns,
             "warmup": config.warmup,
             "time_scale": config.sim.time_scale,
+            "topic_window_summaries": config.summaries,
+            "topic_window_reads": config.reads
+            if config.reads is not None
+            else Settings().topic_window_reads,
             "latency_model": {
                 "strong": {"model": config.sim.strong_model, **vars(config.sim.strong)},
                 "cheap": {"model": config.sim.cheap_model, **vars(config.sim.cheap)},
@@ -224,11 +232,18 @@ def _run_case(
 
     questions = _questions(history.questions, config.warmup + config.turns)
     with SimProvider(config.sim, counter) as provider, openai_endpoint(provider.url):
+        # Breakpoints on: the explicit-cache sheet prices a provider that caches only up to
+        # them (what ``cache_breakpoints`` does by itself for Anthropic); the automatic
+        # cache reads are the same with or without them.
         settings = replace(
             native,
             strong_model=f"openai:{config.sim.strong_model}",
             cheap_model=f"openai:{config.sim.cheap_model}",
+            topic_window_summaries=config.summaries,
+            cache_breakpoints=True,
         )
+        if config.reads is not None:
+            settings = replace(settings, topic_window_reads=config.reads)
         from langgraph_topics.roles.llm.models import resolve_model
 
         strong = resolve_model(settings.strong_model, settings)

@@ -144,7 +144,7 @@ def summarise_case(case: dict[str, Any]) -> dict[str, Any]:
 def acceptance(summary: dict[str, Any], history_tokens: int) -> list[dict[str, Any]]:
     """Issue 33's acceptance checks that one case can answer, each with its value and verdict."""
     memory, retrieval, full = summary["memory"], summary["retrieval_only"], summary["full_context"]
-    checks: list[tuple[str, float | None, float]] = [
+    checks: list[tuple[str, float | None, float | None]] = [
         ("p50 / retrieval-only p50", _ratio(memory["p50_s"], retrieval["p50_s"]), 1.5),
         ("p99 / p50", _ratio(memory["p99_s"], memory["p50_s"]), 2.0),
         ("first turn after import / p50", _ratio(memory["first_turn_s"], memory["p50_s"]), 1.5),
@@ -156,8 +156,11 @@ def acceptance(summary: dict[str, Any], history_tokens: int) -> list[dict[str, A
         ),
     ]
     if full.get("fits") and history_tokens <= 40_000:
+        # Shown, not judged: with automatic caching the whole history is one stable prefix, so
+        # full context costs less than retrieval-only itself; issue 33's 0.2x is the explicit
+        # sheet's (its table: $0.054 a turn against $0.074 for full context).
         checks.append(
-            ("cost / full context (auto)", _ratio(memory["cost_auto"], full["cost_auto"]), 0.2)
+            ("cost / full context (auto)", _ratio(memory["cost_auto"], full["cost_auto"]), None)
         )
         checks.append(
             (
@@ -174,7 +177,7 @@ def acceptance(summary: dict[str, Any], history_tokens: int) -> list[dict[str, A
             "check": name,
             "value": value,
             "limit": limit,
-            "pass": value is not None and value <= limit,
+            "pass": None if limit is None else value is not None and value <= limit,
         }
         for name, value, limit in checks
     ]
@@ -244,8 +247,8 @@ def cost_table(report: dict[str, Any]) -> str:
             [
                 c["check"],
                 "-" if c["value"] is None else f"{c['value']:g}",
-                f"{c['limit']:g}",
-                "pass" if c["pass"] else "FAIL",
+                "-" if c["limit"] is None else f"{c['limit']:g}",
+                "shown" if c["pass"] is None else "pass" if c["pass"] else "FAIL",
             ]
             for c in case["acceptance"]
         ]
@@ -263,6 +266,6 @@ def cost_table(report: dict[str, Any]) -> str:
         f"{config['cache_model']['minimum']} tokens in "
         f"{config['cache_model']['block']}-token blocks; "
         "prices $/M input, cache read, output: strong 3 / 0.30 / 15, cheap 0.80 / 0.08 / 4 "
-        "(explicit sheet: cache reads only at cache_control breakpoints)"
+        "(explicit sheet: cache reads only up to a breakpoint the request marks)"
     )
     return "\n".join(parts)

@@ -305,8 +305,8 @@ def _text(message: dict[str, Any]) -> str:
 def _serialise(body: dict[str, Any]) -> tuple[str, int]:
     """The prompt as one string in request order, and where its last cache breakpoint ends.
 
-    Tools come first (providers put them ahead of the messages); a ``cache_control`` marker on
-    a content part or a message ends an explicit breakpoint (0: none in the request).
+    Tools come first (providers put them ahead of the messages); a breakpoint marker on a
+    content part or a message ends an explicit breakpoint (0: none in the request).
     """
     parts: list[str] = []
     if body.get("tools"):
@@ -323,11 +323,16 @@ def _serialise(body: dict[str, Any]) -> tuple[str, int]:
             text = str(piece.get("text", "")) if isinstance(piece, dict) else str(piece)
             parts.append(text)
             size += len(text)
-            if isinstance(piece, dict) and piece.get("cache_control"):
+            if isinstance(piece, dict) and _marks_breakpoint(piece):
                 breakpoint_chars = size
-        if message.get("cache_control"):
+        if _marks_breakpoint(message):
             breakpoint_chars = size
     return "".join(parts), breakpoint_chars
+
+
+def _marks_breakpoint(part: dict[str, Any]) -> bool:
+    """Anthropic's ``cache_control`` or OpenAI's ``prompt_cache_breakpoint`` on a part."""
+    return bool(part.get("cache_control") or part.get("prompt_cache_breakpoint"))
 
 
 # --- replies -------------------------------------------------------------------------------
@@ -352,8 +357,14 @@ def _section(text: str, tag: str) -> str:
     return match.group(1) if match else ""
 
 
+_NUMBERED = re.compile(r'<m n="(\d+)" role="(\w+)"[^>]*>(.*?)</m>', re.DOTALL)
+"""A topic window's lean message markup: the model references the number."""
+
+
 def _messages(block: str) -> list[tuple[str, str, str]]:
-    return [(i, r, unescape(t)) for i, r, t in _MESSAGE.findall(block)]
+    """``(id or number, role, text)`` of each message element of a prompt block."""
+    found = _MESSAGE.findall(block) or _NUMBERED.findall(block)
+    return [(i, r, unescape(t)) for i, r, t in found]
 
 
 def _user_input(messages: list[dict[str, Any]]) -> str:
@@ -372,7 +383,14 @@ def reply_for(role: str, messages: list[dict[str, Any]]) -> tuple[str, float | N
     return handler(messages)
 
 
+_SUMMARY_LIMIT = re.compile(r"at most about (\d+) characters|不超过 (\d+) 字")
+SUMMARY_CHARS = 900
+"""The longest summary the simulated cheap model writes (fewer when the prompt asks)."""
+
+
 def _topic_window(messages: list[dict[str, Any]]) -> tuple[str, float | None]:
+    """Score, then the references above 0.3; a summary and a card only when the prompt asks."""
+    system = _text(messages[0]) if messages else ""
     given = _user_input(messages)
     unsplit = _messages(_section(given, "unsplit_messages"))
     split = _messages(_section(given, "split_messages"))
@@ -400,23 +418,32 @@ def _topic_window(messages: list[dict[str, Any]]) -> tuple[str, float | None]:
         )
     chosen = [split[i] for value, i in ranked[:5] if value >= best * 0.5 and value > 0]
     ids = [i for i, _, _ in chosen]
-    summary = " ".join(" ".join(t.split()[:40]) for _, _, t in chosen[:3])[:900]
-    card = {
-        "topics": [{"name": "what the question asks about", "message_ids": ids[:2]}],
-        "decisions": [],
-        "unresolved": [],
-        "entities": [
-            {"name": w, "kind": "entity", "message_ids": ids[:1]}
-            for w in sorted(question & words(chosen[0][2]))[:3]
-        ],
-    }
     text = (
         f"<topic_result>\n<relevance_score>{score}</relevance_score>\n<referenced_messages>\n"
         + "\n".join(ids)
-        + f"\n</referenced_messages>\n<summary>{_escape(summary)}</summary>\n"
-        + f"<card>{_escape(json.dumps(card))}</card>\n</topic_result>"
+        + "\n</referenced_messages>\n"
     )
-    return text, score
+    if "<summary>" in system:
+        asked_limit = _SUMMARY_LIMIT.search(system)
+        limit = (
+            min(SUMMARY_CHARS, int(next(filter(None, asked_limit.groups()))))
+            if asked_limit
+            else SUMMARY_CHARS
+        )
+        summary = " ".join(" ".join(t.split()[:40]) for _, _, t in chosen[:3])[:limit]
+        text += f"<summary>{_escape(summary)}</summary>\n"
+        if "<card>" in system:
+            card = {
+                "topics": [{"name": "what the question asks about", "message_ids": ids[:2]}],
+                "decisions": [],
+                "unresolved": [],
+                "entities": [
+                    {"name": w, "kind": "entity", "message_ids": ids[:1]}
+                    for w in sorted(question & words(chosen[0][2]))[:3]
+                ],
+            }
+            text += f"<card>{_escape(json.dumps(card))}</card>\n"
+    return text + "</topic_result>", score
 
 
 def _escape(text: str) -> str:

@@ -19,9 +19,10 @@ from langgraph_topics.tuning.turn import log_turn
 def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Append this turn's scores and usage to each topic's record and apply dormancy.
 
-    A topic whose window failed this turn keeps its history unchanged (no score is invented),
-    and so does one the governor skipped (``activation/governor.py``); a skip for its evidence
-    counts as a round at risk of dormancy, a skip for the input cap does not.
+    A topic whose window failed this turn keeps its history unchanged (no score is invented).
+    One the governor gave no model call (``activation/governor.py``) is scored by its native
+    reading, as in a memory without models; one read by nothing (past ``max_active``) keeps
+    its history, and a skip for its evidence then counts as a round at risk of dormancy.
     Dormancy is conservative: a topic falls asleep only after ``Settings.dormancy_rounds``
     scored rounds at risk, and never in the turn that activated it (seed 000 §15.6).
     """

@@ -237,7 +237,7 @@ def _scope(task: TopicWindowTask, services: TopicServices) -> tuple[str, str]:
 def _governed(
     task: TopicWindowTask, decision: WindowDecision, services: TopicServices
 ) -> dict[str, Any] | None:
-    """A skipped topic's event, or a reused topic's previous result (None: read it now).
+    """A skipped topic's event and native score, or a reused result (None: read it now).
 
     A result the memo no longer holds (another process, evicted) is read again.
     """
@@ -249,7 +249,27 @@ def _governed(
             "reason": decision.get("reason", ""),
             "detail": f"topic window not read: {decision.get('detail', '')}",
         }
-        return {"events": [event]}
+        score = decision.get("native_score")
+        if score is None:
+            return {"events": [event]}
+        # The native reading's score keeps grey activation going; it quotes nothing.
+        store = services.stores(task["thread_id"], branch_ranges(task)).topic_store
+        try:
+            info = topic_info(store, topic_id, "active")
+        except KeyError:
+            return {"events": [event]}
+        scored: TopicResult = {
+            "topic_id": topic_id,
+            "name": info["name"],
+            "brief": info["brief"],
+            "file": info["file"],
+            "relevance_score": clamp_score(score),
+            "referenced_message_ids": [],
+            "summary": "",
+            "round": task["round"],
+            "window": "native",
+        }
+        return {"topic_results": {topic_id: scored}, "events": [event]}
     if decision["decision"] != "reuse":
         return None
     kept = memo_of(services.roles.topic_window).take(

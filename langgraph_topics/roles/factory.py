@@ -70,7 +70,12 @@ def build_roles(
         )
     if (model := models["topic_window"]) is not None:
         roles.topic_window = LlmTopicWindow(
-            model, native.topic_window, policy, summary_chars=settings.summary_soft_limit_chars
+            model,
+            native.topic_window,
+            policy,
+            summary_chars=settings.summary_soft_limit_chars,
+            summaries=settings.topic_window_summaries,
+            cache_breakpoints=settings.cache_breakpoints,
         )
     if (model := models["brief_writer"]) is not None:
         roles.brief_writer = LlmBriefWriter(

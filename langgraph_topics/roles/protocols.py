@@ -120,7 +120,7 @@ class TopicWindow(Protocol):
 
 
 @runtime_checkable
-class EvidenceTopicWindow(Protocol):
+class EvidenceTopicWindow(TopicWindow, Protocol):
     """A topic window that can use the turn's precomputed message evidence.
 
     The node passes the thread-wide scores of the turn (seed 004 §3: history indexed once),
@@ -136,6 +136,17 @@ class EvidenceTopicWindow(Protocol):
         evidence: Evidence,
     ) -> TopicVerdict:
         """Like ``TopicWindow.evaluate``, with each message's relevance to the question."""
+        ...
+
+    def score_with_evidence(
+        self,
+        topic: TopicInfo,
+        scored_ids: Sequence[str],
+        evidence: Evidence,
+        *,
+        with_brief: bool = True,
+    ) -> float | None:
+        """The topic's score alone (None: the evidence holds none of ``scored_ids``)."""
         ...
 
 

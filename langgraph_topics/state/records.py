@@ -153,10 +153,12 @@ class TopicResult(TypedDict):
     whenever ``summary`` is. The main window shows ``summary``, the card's ``text``."""
     round: int
     """Which pass of this turn produced it: 0 for the first fan-out, n for the n-th activation."""
-    window: NotRequired[Literal["read", "reused"]]
+    window: NotRequired[Literal["read", "reused", "native"]]
     """How a governed topic window produced it (``activation/governor.py``): a model call
-    (``read``), or the previous result of an unchanged topic and evidence (``reused``).
-    Absent for a back end the governor does not govern (the native one)."""
+    (``read``), the previous result of an unchanged topic and evidence (``reused``), or, for
+    a topic the governor gave no model call, the native score of the turn's evidence alone
+    (``native``: a score for grey activation, nothing quoted). Absent for a back end the
+    governor does not govern (the native one)."""
     input_tokens: NotRequired[int]
     """The governor's estimate of the call's input tokens (0 for a reused result)."""
 
@@ -249,7 +251,11 @@ class WindowDecision(TypedDict):
 
     decision: Literal["read", "reuse", "skip"]
     reason: NotRequired[str]
-    """Why a topic is skipped: ``out_of_reach``, ``under_floor``, ``input_cap``, ``max_active``."""
+    """Why a topic is skipped: ``out_of_reach``, ``under_floor``, ``native_low``,
+    ``reads_cap``, ``input_cap``, ``max_active``."""
+    native_score: NotRequired[float]
+    """A skipped topic's score by the native reading of the turn's evidence: its score this
+    turn (grey activation keeps working), with nothing quoted."""
     detail: NotRequired[str]
     """The reason in words, with its numbers (the tuning log's and the event's text)."""
     fingerprint: NotRequired[str]

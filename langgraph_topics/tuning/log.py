@@ -72,6 +72,7 @@ def tuning_line(
             line["window"] = result["window"]
         elif result is None and topic_id in skipped:
             line["window"] = "skipped"
+        if topic_id in skipped:  # read natively or not at all: why no model read it
             line["skipped"] = skipped[topic_id].get("reason", "")
             line["skip_detail"] = skipped[topic_id]["detail"]
         topic_lines[topic_id] = line
@@ -102,6 +103,7 @@ def tuning_line(
             "topic_windows": {
                 "read": sum(1 for r in governed if r["window"] == "read"),
                 "reused": sum(1 for r in governed if r["window"] == "reused"),
+                "native": sum(1 for r in governed if r["window"] == "native"),
                 "skipped": len(skipped),
                 "input_tokens": sum(r.get("input_tokens", 0) for r in governed),
                 "input_cap": settings.topic_window_input_tokens,

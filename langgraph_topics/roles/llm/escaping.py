@@ -31,14 +31,42 @@ def render_message(message: StoredMessage) -> str:
         attributes += f' time="{escape_attribute(message.get("timestamp", ""))}"'
     if message.get("name"):
         attributes += f' name="{escape_attribute(message.get("name", ""))}"'
-    text = message["content"]
-    calls = message.get("tool_calls") or []
-    if calls:
-        names = ", ".join(str(call.get("name", "?")) for call in calls)
-        text = f"{text}\n[tool calls: {names}]" if text else f"[tool calls: {names}]"
-    return f"<message {attributes}>{escape_text(text)}</message>"
+    return f"<message {attributes}>{escape_text(_with_tool_calls(message))}</message>"
 
 
 def render_messages(messages: Sequence[StoredMessage]) -> str:
     """Messages one per line, in order (``-`` when there are none)."""
     return "\n".join(render_message(m) for m in messages) or "-"
+
+
+def render_numbered(messages: Sequence[StoredMessage], first: int = 1) -> str:
+    """Messages as lean ``<m n="…">`` elements numbered from ``first``, under day lines.
+
+    A topic window's prompt is mostly message markup: an element names the message by a short
+    number (the model references those) and its speaker, and each day is said once
+    (``<day>2023-05-08</day>``) instead of a timestamp per message. Numbers are positions, so
+    the markup of a topic's messages only grows as the topic does (its prompt prefix stays
+    cacheable).
+    """
+    lines: list[str] = []
+    day = ""
+    for number, message in enumerate(messages, start=first):
+        stamp = message.get("timestamp") or ""
+        if stamp[:10] and stamp[:10] != day:
+            day = stamp[:10]
+            lines.append(f"<day>{escape_text(day)}</day>")
+        attributes = f'n="{number}" role="{message["role"]}"'
+        if message.get("name"):
+            attributes += f' name="{escape_attribute(message.get("name", ""))}"'
+        lines.append(f"<m {attributes}>{escape_text(_with_tool_calls(message))}</m>")
+    return "\n".join(lines) or "-"
+
+
+def _with_tool_calls(message: StoredMessage) -> str:
+    """The message's text, with the names of the tools it calls."""
+    text = message["content"]
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return text
+    names = ", ".join(str(call.get("name", "?")) for call in calls)
+    return f"{text}\n[tool calls: {names}]" if text else f"[tool calls: {names}]"

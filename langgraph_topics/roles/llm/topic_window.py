@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, ClassVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_topics.prompts.loader import load_prompt
+from langgraph_topics.roles.llm.cache_breakpoints import breakpoint_mark, marked_content
 from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
 from langgraph_topics.roles.llm.card_reply import check_summary, reply_card
-from langgraph_topics.roles.llm.escaping import escape_text, render_messages
+from langgraph_topics.roles.llm.escaping import escape_text, render_numbered
 from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.prefix_share import PrefixTracker
 from langgraph_topics.roles.llm.retries import is_prompt_too_long
@@ -23,7 +24,9 @@ from langgraph_topics.roles.llm.xml_reply import (
     root_element,
 )
 from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict, TopicWindow
+from langgraph_topics.state.messages import text_of
 from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.summaries.card import FACT_FIELDS, SummaryCard
 from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import CallRecord, current_collector
 
@@ -41,23 +44,54 @@ def topic_window_messages(
     language: str,
     summary_chars: int,
     policy: CallPolicy,
+    summaries: bool = False,
+    mark: dict[str, Any] | None = None,
 ) -> list[BaseMessage]:
-    """The prompt: system prompt, the topic's split messages, then the unsplit messages.
+    """The prompt: instructions, the topic's split messages, its name and brief, the unsplit.
 
-    This order keeps the longest possible prefix stable between turns (prompt caching, §12).
+    Messages are numbered (``render_numbered``): the reply references them by number
+    (``message_numbers`` turns the numbers back into ids). This order keeps the longest
+    possible prefix stable between turns (prompt caching, §12):
+    the instructions are the same for every topic, the split messages only grow, and a
+    rewritten brief comes after them. ``mark`` (``cache_breakpoints``) ends the stable prefix
+    with an explicit breakpoint. ``summaries``: the reply adds a summary and a card.
     """
+    output_format = load_prompt("topic_window_references", language, policy.prompt_dir).render()
+    if summaries:
+        output_format += "\n" + load_prompt(
+            "topic_window_summary", language, policy.prompt_dir
+        ).render(
+            summary_chars=summary_chars,
+            summary_card=load_prompt("summary_card", language, policy.prompt_dir).render(),
+        )
     system = load_prompt("topic_window", language, policy.prompt_dir).render(
+        output_format=output_format
+    )
+    stable = load_prompt("topic_window_input", language, policy.prompt_dir).render(
+        split_messages=render_numbered(topic_messages)
+    )
+    turn = load_prompt("topic_window_turn", language, policy.prompt_dir).render(
         topic_name=escape_text(topic["name"]),
         topic_summary=escape_text(topic["brief"]),
         topic_file=escape_text(topic["file"]),
-        summary_chars=summary_chars,
-        summary_card=load_prompt("summary_card", language, policy.prompt_dir).render(),
+        unsplit_messages=render_numbered(unsplit, first=len(topic_messages) + 1),
     )
-    body = load_prompt("topic_window_input", language, policy.prompt_dir).render(
-        split_messages=render_messages(topic_messages),
-        unsplit_messages=render_messages(unsplit),
-    )
-    return [SystemMessage(system), HumanMessage(body)]
+    return [SystemMessage(system), HumanMessage(marked_content(stable, "\n" + turn, mark))]
+
+
+def message_numbers(
+    topic_messages: Sequence[StoredMessage], unsplit: Sequence[StoredMessage]
+) -> dict[str, str]:
+    """What a reply may name each message by → its id.
+
+    The prompt shows numbers (``render_numbered``); a message's own id is accepted too (a
+    model that was shown ids elsewhere, a user's prompt), a number first where both read
+    alike.
+    """
+    shown = [*topic_messages, *unsplit]
+    numbers = {m["id"]: m["id"] for m in shown}
+    numbers.update((str(number), m["id"]) for number, m in enumerate(shown, start=1))
+    return numbers
 
 
 def parse_verdict(
@@ -127,6 +161,29 @@ def _references_and_summary(
     return verdict, dropped
 
 
+def with_ids(verdict: TopicVerdict, numbers: Mapping[str, str]) -> TopicVerdict:
+    """A verdict parsed from message numbers, with the messages' ids in their place."""
+    mapped: TopicVerdict = {
+        **verdict,
+        "referenced_message_ids": list(
+            dict.fromkeys(numbers[n] for n in verdict["referenced_message_ids"])
+        ),
+    }
+    card = verdict.get("card")
+    if card is not None:
+        cited: dict[str, object] = {**card}
+        for field_name in FACT_FIELDS:
+            cited[field_name] = [
+                {
+                    **fact,
+                    "message_ids": list(dict.fromkeys(numbers[n] for n in fact["message_ids"])),
+                }
+                for fact in card[field_name]  # type: ignore[literal-required]
+            ]
+        mapped["card"] = cast(SummaryCard, cited)
+    return mapped
+
+
 def _looks_like_id(token: str) -> bool:
     """Whether a token of the list was meant as an id (models sometimes add words around ids)."""
     return any(ch.isdigit() for ch in token) or "-" in token
@@ -140,6 +197,8 @@ class LlmTopicWindow:
         fallback: The native topic window, serving a call whose replies stay malformed.
         policy: Retries, prompt directory, language preference.
         summary_chars: The summary's soft limit, told to the model.
+        summaries: Whether the model writes a summary and a card beside its references.
+        cache_breakpoints: ``Settings.cache_breakpoints`` (explicit cache breakpoints).
         prefixes: Tracker of each topic's previous prompt (prefix share per call).
         count_tokens: How a summary card's ``tokens_saved`` is counted.
     """
@@ -155,6 +214,8 @@ class LlmTopicWindow:
         policy: CallPolicy,
         *,
         summary_chars: int = 2000,
+        summaries: bool = False,
+        cache_breakpoints: bool | None = None,
         prefixes: PrefixTracker | None = None,
         count_tokens: TokenCounter | None = None,
     ) -> None:
@@ -162,6 +223,8 @@ class LlmTopicWindow:
         self.fallback = fallback
         self.policy = policy
         self.summary_chars = summary_chars
+        self.summaries = summaries
+        self.mark = breakpoint_mark(model, cache_breakpoints)
         self.prefixes = prefixes or PrefixTracker()
         self.count_tokens = count_tokens or default_token_counter()
 
@@ -185,19 +248,22 @@ class LlmTopicWindow:
             language=language,
             summary_chars=self.summary_chars,
             policy=self.policy,
+            summaries=self.summaries,
+            mark=self.mark,
         )
         found = current_collector()
         thread_id = found[1] if found else "default"
         record = CallRecord("topic_window", topic_id=topic["id"])
         record.prefix_share = self.prefixes.share(
-            (thread_id, topic["id"]), "\n\n".join(str(m.content) for m in messages)
+            (thread_id, topic["id"]), "\n\n".join(text_of(m) for m in messages)
         )
-        known = {m["id"] for m in topic_messages}
-        citable = known | {m["id"] for m in unsplit}
+        numbers = message_numbers(topic_messages, unsplit)
+        topic_ids = {m["id"] for m in topic_messages}
+        known = {name for name, message_id in numbers.items() if message_id in topic_ids}
 
         def saved_tokens(summary: str, quoted: list[str]) -> int:
             # The summary stands in for the topic's messages the main window does not quote.
-            skipped = set(quoted)
+            skipped = {numbers[n] for n in quoted}
             rest = sum(
                 self.count_tokens(m["content"]) for m in topic_messages if m["id"] not in skipped
             )
@@ -205,10 +271,10 @@ class LlmTopicWindow:
 
         def parse(reply: AIMessage) -> TopicVerdict:
             verdict, dropped = parse_verdict(
-                reply.text, known, citable_ids=citable, saved_tokens=saved_tokens
+                reply.text, known, citable_ids=numbers.keys(), saved_tokens=saved_tokens
             )
             record.dropped_ids += dropped
-            return verdict
+            return with_ids(verdict, numbers)
 
         try:
             return self.caller.guarded(

@@ -183,28 +183,14 @@ class NativeTopicWindow:
     ) -> TopicVerdict:
         """Score the topic from the turn's precomputed evidence; reference its best messages.
 
-        The score is the calibrated cosine evidence of :meth:`evaluate` (read from the index,
-        not embedded again), raised to :func:`rank_floor` of the topic's best message (at most
-        that message's relevance). The
-        references are the topic's messages in thread-wide evidence order, each with its
-        relevance, so the assembler can weigh them against other topics' quotes.
+        The score is :meth:`score_with_evidence`'s. The references are the topic's messages in
+        thread-wide evidence order, each with its relevance, so the assembler can weigh them
+        against other topics' quotes.
         """
         ids = [m["id"] for m in topic_messages if m["id"] in evidence.position]
-        if not ids or not evidence.query:
+        score = self.score_with_evidence(topic, ids, evidence)
+        if score is None:
             return self.evaluate(topic, topic_messages, unsplit)
-        positions = np.asarray([evidence.position[i] for i in ids])
-        dense = np.sort(evidence.dense[positions])[::-1]
-        runners_up = float(dense[:3].mean())
-        brief = f"{topic['name']}\n{topic['brief']}".strip()
-        described = runners_up
-        if brief:
-            vector = self.text_cache.embed([(brief, brief)])[0]
-            described = float(vector @ evidence.query_vector)
-        raw = 0.5 * float(dense[0]) + 0.3 * runners_up + 0.2 * described
-        best = int(positions[np.argmax(evidence.score[positions])])
-        # Strong evidence, not a mere rank: in a short thread every topic ranks near the top.
-        floor = min(rank_floor(evidence.rank_at(best)), float(evidence.relevance[best]))
-        score = round(max(calibrate(raw), floor), 4)
         if score < self.reference_threshold:
             return _silent(score)
         ranked = evidence.ranked(ids)
@@ -225,6 +211,38 @@ class NativeTopicWindow:
             "summary": summary,
             "card": self._card(topic, topic_messages, references, rest, summary),
         }
+
+    def score_with_evidence(
+        self,
+        topic: TopicInfo,
+        scored_ids: Sequence[str],
+        evidence: Evidence,
+        *,
+        with_brief: bool = True,
+    ) -> float | None:
+        """The topic's score from the turn's evidence (None: no evidence to score it from).
+
+        ``scored_ids``: the topic's messages the evidence holds. The score is the calibrated
+        cosine evidence of :meth:`evaluate` (read from the index, not embedded again), raised
+        to :func:`rank_floor` of the topic's best message (at most that message's relevance).
+        ``with_brief=False`` leaves the brief out (as for a topic without one): nothing is
+        embedded, which a score taken for every active topic each turn cannot afford.
+        """
+        if not scored_ids or not evidence.query:
+            return None
+        positions = np.asarray([evidence.position[i] for i in scored_ids])
+        dense = np.sort(evidence.dense[positions])[::-1]
+        runners_up = float(dense[:3].mean())
+        brief = f"{topic['name']}\n{topic['brief']}".strip() if with_brief else ""
+        described = runners_up
+        if brief:
+            vector = self.text_cache.embed([(brief, brief)])[0]
+            described = float(vector @ evidence.query_vector)
+        raw = 0.5 * float(dense[0]) + 0.3 * runners_up + 0.2 * described
+        best = int(positions[np.argmax(evidence.score[positions])])
+        # Strong evidence, not a mere rank: in a short thread every topic ranks near the top.
+        floor = min(rank_floor(evidence.rank_at(best)), float(evidence.relevance[best]))
+        return round(max(calibrate(raw), floor), 4)
 
     def _card(
         self,
