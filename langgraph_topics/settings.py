@@ -330,12 +330,27 @@ class Settings:
     the governed topic windows of one turn may send; the topics with the best evidence are
     read first. None: no cap. ``LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS`` sets it (0: no
     cap)."""
-    topic_window_reads: int | None = 2
+    topic_window_reads: int | None = 1
     """The most topics a model reads in one turn (every pass of it), the best evidence first;
-    the other active topics are read by the native back end (milliseconds, no call), so what
-    the evidence holds of them still reaches the main window. The wave of model calls lasts as
-    long as its slowest call, and a topic past the best two rarely holds what the model would
-    quote. None: no limit but the governor's other rules."""
+    the other active topics are read by the native back end (milliseconds, no call: see
+    ``topic_window_native_quotes``). The turn waits for the slowest of these calls; past the
+    topic holding the best evidence, a model read adds little the native reading does not
+    already put in the window, and most return nothing used (``bench cost``: about 0.2 of the
+    calls under the threshold with 1 read, 0.3 with 2). Raise it to have more topics judged
+    by the model in parallel; None: no limit but the governor's other rules."""
+    topic_window_native_quotes: bool = True
+    """Whether an active topic the governor gives no model call is read by the native back
+    end (its best evidence quoted, as in a memory without models), so that the main window
+    holds at least what the evidence search would put there. Off, such a topic gets its native
+    score alone (grey activation goes on) and the window holds the models' references: a
+    smaller, cheaper prompt for the strong model, with less evidence in it (``bench cost``
+    shows the recall of both windows)."""
+    topic_window_context_tokens: int | None = 1000
+    """How much of the conversation a model topic window reads beside its topic: the newest
+    unsplit messages within this many tokens, always back to the newest user message (a tool
+    call stays with its results). The older ones are the main window's: a topic's relevance
+    to the current question is read from the question and what led to it, and every call of
+    the turn would pay for the rest again. None: the whole unsplit region (seed 000 §4.2)."""
     topic_window_summaries: bool = field(
         default_factory=lambda: bool(_env_switch(WINDOW_SUMMARIES_ENV))
     )
@@ -398,6 +413,11 @@ class Settings:
             raise ValueError(
                 "topic_window_input_tokens must be positive (None: no cap), got "
                 f"{self.topic_window_input_tokens}"
+            )
+        if self.topic_window_context_tokens is not None and self.topic_window_context_tokens < 1:
+            raise ValueError(
+                "topic_window_context_tokens must be positive (None: every unsplit message), "
+                f"got {self.topic_window_context_tokens}"
             )
         if self.topic_window_reads is not None and self.topic_window_reads < 0:
             raise ValueError(

@@ -156,6 +156,9 @@ def test_a_tiny_run_counts_every_role_and_the_baselines(report: dict[str, Any]) 
         assert retrieval["calls"] == 1 and retrieval["roles"]["responder"]["tier"] == "strong"
         assert 0 < retrieval["input"] and retrieval["retrieved_messages"] > 0
         assert full["fits"] and full["calls"] == 1 and full["input"] > case["history_tokens"]
+        # Both windows are scored on the question's labelled evidence (or None without any).
+        for recall in (memory["evidence_recall"], retrieval["evidence_recall"]):
+            assert recall is None or 0 <= recall <= 1
     second = case["turns"][1]
     assert second["memory"]["cached"] > 0, "the second turn re-reads topic prompts"
     # The topic prompts mark their stable prefix: a provider caching only at breakpoints
@@ -165,6 +168,8 @@ def test_a_tiny_run_counts_every_role_and_the_baselines(report: dict[str, Any]) 
     assert second["full_context"]["cached"] > 0, "the history is the full context's prefix"
     summary = case["summary"]
     assert summary["memory"]["cost_auto"] <= summary["memory"]["cost_explicit"]
+    assert "evidence_recall" in summary["memory"] and "evidence_recall" in summary["retrieval_only"]
+    assert "recall memory/retrieval" in cost_table(report)
     measured = [t["full_context"] for t in case["turns"] if not t["warmup"]]
     mean_cost = sum(cost(f, "auto") for f in measured) / len(measured)
     assert summary["full_context"]["cost_auto"] == pytest.approx(mean_cost, abs=1e-5)

@@ -161,3 +161,22 @@ def test_turns_leave_the_stores_shared_messages_as_stored(make_memory: MemoryFac
     stored = store.on_branch(store.visible_ranges())  # read back from the files or the database
     for topic_id, messages in cached.items():
         assert messages == stored.messages(topic_id)
+
+
+def test_the_estimate_counts_topic_results_at_most_the_room_the_trigger_keeps(
+    make_memory: MemoryFactory,
+) -> None:
+    # Topic results fill whatever room the messages leave: counted whole, a full window would
+    # make every turn split (seed 000 §4.1's estimate keeps them the 30 % the trigger leaves).
+    memory = make_memory(budget=900)
+    filled = 0
+    for line in _user_lines() * 2:
+        previous = memory.state("t").get("context")
+        memory.chat("t", line)
+        estimate = memory.state("t")["estimate"]
+        assert estimate["topics"] <= int(0.3 * 900)
+        if previous and previous["sections"]["topics"] > 0.3 * 900:
+            filled += 1
+            assert estimate["topics"] == int(0.3 * 900)
+    assert filled, "no turn followed a window whose topic results passed 30 %"
+    assert memory.check("t").ok

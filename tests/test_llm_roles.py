@@ -35,6 +35,7 @@ from langgraph_topics.roles.protocols import (
 )
 from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import AssembledContext, StoredMessage
+from langgraph_topics.state.working_set import newest_within
 
 POLICY = CallPolicy(backoff=Backoff(retries=2, base_seconds=0.001), format_retries=1, language="en")
 TOPIC: TopicInfo = {
@@ -631,3 +632,32 @@ def test_the_switches_read_their_environment_variables(monkeypatch: pytest.Monke
     monkeypatch.setenv("LANGGRAPH_TOPICS_CACHE_BREAKPOINTS", "sometimes")
     with pytest.raises(InputError, match="LANGGRAPH_TOPICS_CACHE_BREAKPOINTS must be 1, 0 or auto"):
         Settings()
+
+
+def test_a_topic_window_reads_the_newest_of_the_conversation(wire: FakeOpenAI) -> None:
+    older: list[StoredMessage] = [
+        {
+            "id": f"o{i}",
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"older {i} " * 20,
+        }
+        for i in range(10)
+    ]
+    call: StoredMessage = {
+        "id": "c1",
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "t1", "name": "lookup", "args": {}}],
+    }
+    result: StoredMessage = {"id": "r1", "role": "tool", "content": "ryokan list " * 40}
+    conversation = [*older, UNSPLIT[0], call, result]
+    wire.script("topic_window", Reply(topic_result(0.5, ["1"])))
+    LlmTopicWindow(model(wire), StubWindow(), POLICY, context_tokens=30).evaluate(
+        TOPIC, SPLIT, conversation
+    )
+    shown = section(wire.requests[0].user, "unsplit_messages")
+    # Past the limit, but back to the newest user message; the tool result with its call.
+    assert "Which hotel did we pick in Kyoto?" in shown and "[tool calls: lookup]" in shown
+    assert "older" not in shown
+    assert newest_within(conversation, 10_000, len) == conversation
+    assert newest_within([call, result], 1, len) == [call, result]

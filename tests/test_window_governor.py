@@ -15,6 +15,7 @@ from langgraph_topics import TopicMemory
 from langgraph_topics.activation import governor
 from langgraph_topics.activation.governor import TopicCandidate, TopicEvidence, plan_windows
 from langgraph_topics.activation.grey import decide_dormancy, over_the_cap
+from langgraph_topics.nodes.topic_window import with_native_evidence
 from langgraph_topics.roles.llm.topic_window import parse_verdict
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.services import thread_directory_name
@@ -117,7 +118,7 @@ def test_the_plan_skips_what_cannot_enter_and_holds_the_cap() -> None:
 
 
 def test_the_plan_reuses_unchanged_results_and_reads_what_was_asked_for() -> None:
-    settings = Settings(topic_window_input_tokens=None)
+    settings = Settings(topic_window_input_tokens=None, topic_window_reads=None)
     candidates = [_candidate("same", rank=2), _candidate("far", rank=500)]
     decisions = plan_windows(
         candidates,
@@ -483,3 +484,34 @@ def test_native_scores_feed_grey_activation(make_memory: MemoryFactory, roles: R
         assert len(after[topic_id]["scores"]) == min(
             len(before[topic_id]["scores"]) + 1, memory.settings.score_window
         )
+
+
+def test_a_model_reading_is_completed_with_the_native_one() -> None:
+    model: Any = {
+        "relevance_score": 0.6,
+        "referenced_message_ids": ["m2", "m1"],
+        "summary": "",
+    }
+    native: Any = {
+        "relevance_score": 0.5,
+        "referenced_message_ids": ["m1", "m7"],
+        "reference_relevance": [0.9, 0.4],
+        "summary": "extractive",
+        "card": {"text": "extractive"},
+    }
+    merged = with_native_evidence(model, native, 0.3)
+    # The model's references first, at its score and order; the native ones it did not name
+    # after them at their evidence relevance; the higher score; the native summary it lacks.
+    assert merged["referenced_message_ids"] == ["m2", "m1", "m7"]
+    # m1 is worth what the evidence says (0.9), not the 0.3 of its place in the model's list.
+    assert merged["reference_relevance"] == [0.6, 0.9, 0.4]
+    assert merged["relevance_score"] == 0.6 and merged["summary"] == "extractive"
+    assert "card" in merged
+    # A model that finds the topic irrelevant takes none of the evidence away.
+    vetoed = with_native_evidence({**model, "relevance_score": 0.1}, native, 0.3)
+    assert vetoed["referenced_message_ids"] == ["m1", "m7"] and vetoed["relevance_score"] == 0.5
+    # Neither reading above the threshold: nothing to quote.
+    quiet = with_native_evidence(
+        {**model, "relevance_score": 0.1}, {**native, "relevance_score": 0.2}, 0.3
+    )
+    assert quiet["referenced_message_ids"] == [] and quiet["summary"] == ""

@@ -25,6 +25,7 @@ from langgraph_topics.runtime_protocols import has_views
 from langgraph_topics.services import TopicServices
 from langgraph_topics.state.records import StoredMessage, WindowDecision
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.working_set import newest_within
 from langgraph_topics.summaries.topic_tokens import topic_tokens
 
 
@@ -92,7 +93,11 @@ def govern(
     store = stores.topic_store
     evidence = turn_evidence(services, stores, unsplit, families)
     counter = services.token_counter
-    working_tokens = sum(counter(m["content"]) for m in unsplit)
+    # What a model window reads of the conversation (``LlmTopicWindow``), for its estimate.
+    read = unsplit
+    if settings.topic_window_context_tokens is not None:
+        read = newest_within(unsplit, settings.topic_window_context_tokens, counter)
+    working_tokens = sum(counter(m["content"]) for m in read)
     memo = memo_of(window)
     native = native_window(window)
     scope = (str(settings.data_dir), thread_id)

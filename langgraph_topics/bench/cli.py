@@ -191,6 +191,11 @@ def add_bench_parser(commands: Any) -> None:
         help="topics a model reads per turn (Settings.topic_window_reads; default: its default)",
     )
     cost.add_argument(
+        "--no-native-quotes",
+        action="store_true",
+        help="topics no model reads get a score only (Settings.topic_window_native_quotes=False)",
+    )
+    cost.add_argument(
         "--summaries",
         action="store_true",
         help="topic windows write a summary and a card beside their references "
@@ -368,6 +373,7 @@ def _cost(args: argparse.Namespace) -> int:
         sim=sim,
         summaries=args.summaries,
         reads=args.reads,
+        native_quotes=not args.no_native_quotes,
     )
     report = run_cost(config, _stderr)
     path = _write(args.out, "cost.json", report)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
@@ -42,6 +42,7 @@ RETRIEVAL_SYSTEM = (
 )
 FULL_SYSTEM = "You are a helpful assistant. The whole conversation so far follows."
 Progress = Callable[[str], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -59,6 +60,8 @@ class CostConfig:
     """``Settings.topic_window_summaries`` of the chat turns."""
     reads: int | None = None
     """``Settings.topic_window_reads`` of the chat turns (None: the setting's default)."""
+    native_quotes: bool = True
+    """``Settings.topic_window_native_quotes`` of the chat turns."""
     work_dir: Path | None = None
     """Scratch data directories go here (a temporary directory when ``None``)."""
 
@@ -72,6 +75,8 @@ class History:
     questions: list[str]
     tokens: int
     conversations: list[str]
+    evidence: list[tuple[str, ...]]
+    """Each question's evidence turns (ids as imported), where the history holds them."""
 
 
 def parse_size(text: str) -> int:
@@ -110,9 +115,11 @@ def build_history(
             [q.question for q in chosen.questions],
             sizes[min(close)[1]],
             [chosen.sample_id],
+            [q.evidence for q in chosen.questions],
         )
     messages: list[StoredMessage] = []
     questions: list[str] = []
+    evidence: list[tuple[str, ...]] = []
     names: list[str] = []
     total = 0
     copy = 0
@@ -127,6 +134,10 @@ def build_history(
                 shift = last - first + timedelta(days=1)
             names.append(f"{conversation.sample_id}#{copy}")
             questions.extend(q.question for q in conversation.questions)
+            evidence.extend(
+                tuple(f"{copy}.{conversation.sample_id}.{e}" for e in q.evidence)
+                for q in conversation.questions
+            )
             for message in conversation.messages:
                 if total >= target:
                     break
@@ -141,7 +152,9 @@ def build_history(
                 messages.append(moved)  # type: ignore[arg-type]
                 total += message_tokens(moved, counter)  # type: ignore[arg-type]
         copy += 1
-    return History(_label(target), messages, questions, total, names)
+    held = {m["id"] for m in messages}
+    evidence = [tuple(e for e in found if e in held) for found in evidence]
+    return History(_label(target), messages, questions, total, names, evidence)
 
 
 def _time(message: Any) -> datetime | None:
@@ -183,6 +196,7 @@ def run_cost(config: CostConfig, progress: Progress) -> dict[str, Any]:
             "warmup": config.warmup,
             "time_scale": config.sim.time_scale,
             "topic_window_summaries": config.summaries,
+            "topic_window_native_quotes": config.native_quotes,
             "topic_window_reads": config.reads
             if config.reads is not None
             else Settings().topic_window_reads,
@@ -230,7 +244,10 @@ def _run_case(
     import_seconds = time.perf_counter() - imported_at
     progress(f"{where}: import took {import_seconds:.0f} s; chat turns on the simulated provider")
 
-    questions = _questions(history.questions, config.warmup + config.turns)
+    questions = _questions(
+        list(zip(history.questions, history.evidence, strict=True)),
+        config.warmup + config.turns,
+    )
     with SimProvider(config.sim, counter) as provider, openai_endpoint(provider.url):
         # Breakpoints on: the explicit-cache sheet prices a provider that caches only up to
         # them (what ``cache_breakpoints`` does by itself for Anthropic); the automatic
@@ -240,6 +257,7 @@ def _run_case(
             strong_model=f"openai:{config.sim.strong_model}",
             cheap_model=f"openai:{config.sim.cheap_model}",
             topic_window_summaries=config.summaries,
+            topic_window_native_quotes=config.native_quotes,
             cache_breakpoints=True,
         )
         if config.reads is not None:
@@ -256,11 +274,13 @@ def _run_case(
             ]
             chat_tokens = sum(message_tokens(m, counter) for m in texts.values())
             turns: list[dict[str, Any]] = []
-            for number, question in enumerate(questions, start=1):
+            for number, (question, evidence) in enumerate(questions, start=1):
                 turn = _memory_turn(memory, provider, question, config.sim.time_scale)
+                turn["evidence_recall"] = _recall(evidence, turn.pop("window_ids"))
                 retrieval = _retrieval_turn(
                     memory, provider, strong, question, budget, counter, texts
                 )
+                retrieval["evidence_recall"] = _recall(evidence, retrieval.pop("window_ids"))
                 full = _full_turn(provider, strong, chat, question, chat_tokens, counter)
                 reply = turn.pop("reply")
                 chat += [HumanMessage(question), AIMessage(reply)]
@@ -291,7 +311,15 @@ def _run_case(
     )
 
 
-def _questions(pool: Sequence[str], count: int) -> list[str]:
+def _recall(evidence: Sequence[str], present: Sequence[str]) -> float | None:
+    """The share of a question's evidence turns in a window (None: it has none)."""
+    if not evidence:
+        return None
+    shown = set(present)
+    return round(sum(1 for e in evidence if e in shown) / len(evidence), 4)
+
+
+def _questions(pool: Sequence[T], count: int) -> list[T]:
     """``count`` questions, spread over the pool (repeated if it is short)."""
     if not pool:
         raise SystemExit("the history has no questions to ask")
@@ -322,8 +350,10 @@ def _memory_turn(memory: Any, provider: SimProvider, question: str, scale: float
     ended = time.perf_counter()
     _settle(memory, provider, scale)
     calls = provider.calls[mark:]
+    context = memory.state(THREAD).get("context") or {}
     return {
         "reply": reply,
+        "window_ids": list(context.get("message_ids", [])),
         "wall_s": round(ended - started, 4),
         **_charge(calls),
         "critical_path": critical_path(calls, started, ended),
@@ -385,6 +415,7 @@ def _retrieval_turn(
         "wall_s": round(ended - started, 4),
         "search_s": round(searched - started, 4),
         "retrieved_messages": len(chosen),
+        "window_ids": [by_position[position] for position, _ in chosen],
         **_charge(provider.calls[mark:]),
     }
 
@@ -470,8 +501,13 @@ def critical_path(calls: Sequence[CallRecord], started: float, ended: float) -> 
             wave_end = end
         wave["roles"][call.role] = wave["roles"].get(call.role, 0) + 1
     model_s = sum(w["end"] - w["start"] for w in waves)
+    # The package's own time, piece by piece: before the first wave, between waves, after the
+    # last one (the reply's parsing, the bookkeeping, the checkpoint).
+    edges = [started, *(t for w in waves for t in (w["start"], w["end"])), ended]
+    gaps = [round(max(0.0, b - a), 3) for a, b in zip(edges[::2], edges[1::2], strict=True)]
     return {
         "waves": [{"roles": w["roles"], "seconds": round(w["end"] - w["start"], 3)} for w in waves],
         "model_s": round(model_s, 3),
         "package_s": round(ended - started - model_s, 3),
+        "package_gaps_s": gaps,
     }

@@ -79,6 +79,12 @@ def summarise_case(case: dict[str, Any]) -> dict[str, Any]:
         return statistics.fmean(r[key] for r in rows)
 
     memory_rows = [t["memory"] for t in measured]
+
+    def recall(rows: Sequence[dict[str, Any]]) -> float | None:
+        # Over the turns whose question has evidence in the history (LoCoMo labels).
+        found = [r["evidence_recall"] for r in rows if r.get("evidence_recall") is not None]
+        return round(statistics.fmean(found), 3) if found else None
+
     summary: dict[str, Any] = {
         "measured_turns": len(measured),
         "memory": {
@@ -95,6 +101,7 @@ def summarise_case(case: dict[str, Any]) -> dict[str, Any]:
             "output": round(mean("output", memory_rows)),
             "cost_auto": round(statistics.fmean(cost(r, "auto") for r in memory_rows), 5),
             "cost_explicit": round(statistics.fmean(cost(r, "explicit") for r in memory_rows), 5),
+            "evidence_recall": recall(memory_rows),
             "roles": {r: {k: round(v, 1) for k, v in row.items()} for r, row in roles.items()},
             "package_s_p50": round(
                 percentile([r["critical_path"]["package_s"] for r in memory_rows], 0.5), 3
@@ -124,6 +131,7 @@ def summarise_case(case: dict[str, Any]) -> dict[str, Any]:
             "output": round(mean("output", retrieval)),
             "cost_auto": round(statistics.fmean(cost(r, "auto") for r in retrieval), 5),
             "cost_explicit": round(statistics.fmean(cost(r, "explicit") for r in retrieval), 5),
+            "evidence_recall": recall(retrieval),
         },
         "full_context": {"fits": False, "input": round(mean("input_tokens", full))}
         if not fits
@@ -169,6 +177,15 @@ def acceptance(summary: dict[str, Any], history_tokens: int) -> list[dict[str, A
                 0.2,
             )
         )
+    # The product's claim beside the cost: its window holds at least the evidence that a
+    # retrieve-then-answer window of the same budget holds (LoCoMo's labels).
+    checks.append(
+        (
+            "retrieval-only recall / memory recall",
+            _ratio(retrieval["evidence_recall"], memory["evidence_recall"]),
+            1.0,
+        )
+    )
     checks.append(("splitter input tokens (max)", memory["splitter_input_max"], 32_000))
     checks.append(("topic windows in a turn (max)", memory["topic_windows_max"], 20))
     checks.append(("topic-window calls scoring < 0.3", memory["topic_window_low_share"], 0.25))
@@ -195,6 +212,9 @@ def cost_table(report: dict[str, Any]) -> str:
             if f["fits"]
             else f"does not fit ({f['input']:,})"
         )
+        recalls = "/".join(
+            "-" if v is None else f"{v:.3f}" for v in (m["evidence_recall"], r["evidence_recall"])
+        )
         rows.append(
             [
                 f"{case['history']} ({case['history_tokens']:,})",
@@ -206,6 +226,7 @@ def cost_table(report: dict[str, Any]) -> str:
                 f"${m['cost_auto']:.4f}/${m['cost_explicit']:.4f}",
                 f"{r['p50_s']:.2f} s ${r['cost_auto']:.4f}/${r['cost_explicit']:.4f}",
                 full_text,
+                recalls,
             ]
         )
     headers = [
@@ -218,6 +239,7 @@ def cost_table(report: dict[str, Any]) -> str:
         "cost auto/explicit",
         "retrieval-only",
         "full context",
+        "recall memory/retrieval",
     ]
     parts = [
         "one chat turn with every role on a model (simulated provider)",

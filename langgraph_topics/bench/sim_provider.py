@@ -132,6 +132,9 @@ class SimProvider:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # The reply's head and body are two writes: with Nagle's algorithm the body waits
+            # for the client's delayed ACK, 40 ms a call that no provider's latency includes.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: object) -> None:
                 pass

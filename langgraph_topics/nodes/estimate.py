@@ -161,6 +161,10 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     previous = state.get("context")
     any_active = any(t["status"] == "active" for t in topics.values())
     topic_tokens = previous["sections"]["topics"] if previous and any_active else 0
+    # The topic results fill whatever room the messages leave (the assembler selects by value),
+    # so what they are expected to need is at most the share the trigger keeps free for them:
+    # counted whole, last turn's full window would split at every turn.
+    topic_tokens = min(topic_tokens, int((1 - settings.split_trigger) * settings.budget_tokens))
     # Large tool results count as the window shows them: their reference and preview.
     shown = windowed_messages(
         turn_records(kept),

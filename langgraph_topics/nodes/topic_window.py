@@ -9,13 +9,13 @@ from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
-from langgraph_topics.activation.governor import memo_of
+from langgraph_topics.activation.governor import memo_of, native_window
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.namespace.topic_views import TopicViews
 from langgraph_topics.namespace.unsplit_shown import shown_unsplit
 from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
-from langgraph_topics.roles.protocols import TopicVerdict
+from langgraph_topics.roles.protocols import TopicVerdict, TopicWindow
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.runtime_protocols import has_views, uses_evidence
 from langgraph_topics.services import TopicContext, TopicServices, branch_ranges, services_of
@@ -76,10 +76,17 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     services = services_of(runtime)
     settings = services.settings
     decision = task.get("governor")
+    window: TopicWindow = services.roles.topic_window
+    skip: TurnEvent | None = None
     if decision is not None:
         governed = _governed(task, decision, services)
         if governed is not None:
             return governed
+        if decision["decision"] == "skip":
+            # No model call, but the topic's evidence still reaches the main window: the native
+            # back end reads it (milliseconds), as in a memory without models.
+            skip = _skip_event(task["topic_id"], decision)
+            window = cast(TopicWindow, native_window(window))
     stores = services.stores(task["thread_id"], branch_ranges(task))
     store = stores.topic_store
     try:
@@ -99,7 +106,6 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
             "detail": "unknown topic: not in this data directory's topic store",
         }
         return {"events": [missing]}
-    window = services.roles.topic_window
     # The topic window reads large tool results as the main window shows them (seed 001 T2).
     # Every window of the fan-out reads the same unsplit list: its view is worked out once.
     shared = shown_unsplit(task["unsplit"], settings)
@@ -130,6 +136,14 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
             verdict = window.evaluate_with_evidence(info, shown_topic, unsplit_view, evidence)
         else:
             verdict = window.evaluate(info, shown_topic, unsplit_view)
+            native = native_window(window) if decision is not None else None
+            if native is not None and settings.topic_window_native_quotes:
+                # The model adds its judgement to the evidence, never takes evidence away.
+                evidence = turn_evidence(
+                    services, stores, task["unsplit"], task.get("families") or {}
+                )
+                found = native.evaluate_with_evidence(info, shown_topic, unsplit_view, evidence)
+                verdict = with_native_evidence(verdict, found, settings.reference_threshold)
     except Exception as error:
         log_degraded(
             log, f"topic window failed for {task['topic_id']}; left out of this turn", error
@@ -139,7 +153,7 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
             "topic_ids": [task["topic_id"]],
             "detail": f"topic window failed: {error}",
         }
-        return {"events": [event]}
+        return {"events": [event] if skip is None else [skip, event]}
 
     score = clamp_score(verdict["relevance_score"])
     relevance = reference_relevance(verdict, score)
@@ -193,7 +207,9 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     }
     if card is not None:
         result["summary_card"] = card
-    if decision is not None:
+    if skip is not None:
+        result["window"] = "native"
+    elif decision is not None:
         result["window"] = "read"
         result["input_tokens"] = decision.get("input_tokens", 0)
         if decision.get("fingerprint") and not verdict.get("prompt_refused"):
@@ -202,6 +218,8 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
             )
     dropped = len(verdict["referenced_message_ids"]) - len(references)
     update: dict[str, Any] = {"topic_results": {task["topic_id"]: result}}
+    if skip is not None:
+        update["events"] = [skip]
     if dropped and score >= settings.reference_threshold:
         update["events"] = [
             {
@@ -234,24 +252,69 @@ def _scope(task: TopicWindowTask, services: TopicServices) -> tuple[str, str]:
     return str(services.settings.data_dir), task["thread_id"]
 
 
+def with_native_evidence(
+    model: TopicVerdict, native: TopicVerdict, threshold: float
+) -> TopicVerdict:
+    """A model's reading of a topic, completed with the native reading of the same evidence.
+
+    The model's references come first, valued by its score and order (or their evidence
+    relevance when higher); the native ones it did not name follow at their evidence relevance,
+    so what the evidence search would quote stays in reach of the window whatever the model
+    missed. The topic scores the higher of the two
+    readings; the model's summary (and card) when it wrote one, else the native one.
+    """
+    model_score, native_score = (
+        clamp_score(model["relevance_score"]),
+        clamp_score(native["relevance_score"]),
+    )
+    chosen = reference_relevance(model, model_score) if model_score >= threshold else {}
+    found = reference_relevance(native, native_score) if native_score >= threshold else {}
+    # A message both readings name keeps the higher value: the model's order within its own
+    # references says nothing about how the message compares with other topics' quotes.
+    merged = {i: max(v, found.get(i, 0.0)) for i, v in chosen.items()}
+    merged |= {i: v for i, v in found.items() if i not in chosen}
+    written = model if model["summary"] and model_score >= threshold else native
+    verdict: TopicVerdict = {
+        "relevance_score": max(model_score, native_score),
+        "referenced_message_ids": list(merged),
+        "reference_relevance": list(merged.values()),
+        "summary": written["summary"] if written is model or native_score >= threshold else "",
+    }
+    card = written.get("card")
+    if card is not None and verdict["summary"]:
+        verdict["card"] = card
+    if model.get("prompt_refused"):
+        verdict["prompt_refused"] = True
+    return verdict
+
+
+def _skip_event(topic_id: str, decision: WindowDecision) -> TurnEvent:
+    return {
+        "kind": "skipped",
+        "topic_ids": [topic_id],
+        "reason": decision.get("reason", ""),
+        "detail": f"topic window not read: {decision.get('detail', '')}",
+    }
+
+
 def _governed(
     task: TopicWindowTask, decision: WindowDecision, services: TopicServices
 ) -> dict[str, Any] | None:
-    """A skipped topic's event and native score, or a reused result (None: read it now).
+    """What a governed task comes to without a read (None: read it, natively for a skip).
 
-    A result the memo no longer holds (another process, evicted) is read again.
+    A skip the evidence does not reach is its event alone; with
+    ``topic_window_native_quotes`` off, a skip is its event and its native score (grey
+    activation goes on, nothing is quoted); a reuse is the kept result, and a result the memo
+    no longer holds (another process, evicted) is read again.
     """
     topic_id = task["topic_id"]
     if decision["decision"] == "skip":
-        event: TurnEvent = {
-            "kind": "skipped",
-            "topic_ids": [topic_id],
-            "reason": decision.get("reason", ""),
-            "detail": f"topic window not read: {decision.get('detail', '')}",
-        }
+        event = _skip_event(topic_id, decision)
         score = decision.get("native_score")
-        if score is None:
+        if score is None or native_window(services.roles.topic_window) is None:
             return {"events": [event]}
+        if services.settings.topic_window_native_quotes:
+            return None
         # The native reading's score keeps grey activation going; it quotes nothing.
         store = services.stores(task["thread_id"], branch_ranges(task)).topic_store
         try:

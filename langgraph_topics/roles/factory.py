@@ -75,6 +75,7 @@ def build_roles(
             policy,
             summary_chars=settings.summary_soft_limit_chars,
             summaries=settings.topic_window_summaries,
+            context_tokens=settings.topic_window_context_tokens,
             cache_breakpoints=settings.cache_breakpoints,
         )
     if (model := models["brief_writer"]) is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from langchain_core.messages import AnyMessage
 
@@ -55,3 +55,24 @@ def recent_messages(messages: Sequence[StoredMessage], keep_recent: int) -> list
             start = min(start, calls[str(answered)])
         place -= 1
     return list(messages[start:])
+
+
+def newest_within(
+    messages: Sequence[StoredMessage], tokens: int, count: Callable[[str], int]
+) -> list[StoredMessage]:
+    """The newest messages within ``tokens``, always back to the newest user message.
+
+    The cut moves back to a tool call whose results it keeps (as :func:`recent_messages`).
+    """
+    newest_user = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), 0
+    )
+    spent = 0
+    start = len(messages)
+    while start > 0:
+        cost = count(messages[start - 1]["content"])
+        if start - 1 < newest_user and spent + cost > tokens:
+            break
+        spent += cost
+        start -= 1
+    return recent_messages(messages, len(messages) - start)

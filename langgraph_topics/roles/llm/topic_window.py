@@ -26,6 +26,7 @@ from langgraph_topics.roles.llm.xml_reply import (
 from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict, TopicWindow
 from langgraph_topics.state.messages import text_of
 from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.state.working_set import newest_within
 from langgraph_topics.summaries.card import FACT_FIELDS, SummaryCard
 from langgraph_topics.tokens import TokenCounter, default_token_counter
 from langgraph_topics.tuning.role_stats import CallRecord, current_collector
@@ -198,6 +199,7 @@ class LlmTopicWindow:
         policy: Retries, prompt directory, language preference.
         summary_chars: The summary's soft limit, told to the model.
         summaries: Whether the model writes a summary and a card beside its references.
+        context_tokens: The newest unsplit messages it reads (``newest_within``; None: all).
         cache_breakpoints: ``Settings.cache_breakpoints`` (explicit cache breakpoints).
         prefixes: Tracker of each topic's previous prompt (prefix share per call).
         count_tokens: How a summary card's ``tokens_saved`` is counted.
@@ -215,6 +217,7 @@ class LlmTopicWindow:
         *,
         summary_chars: int = 2000,
         summaries: bool = False,
+        context_tokens: int | None = None,
         cache_breakpoints: bool | None = None,
         prefixes: PrefixTracker | None = None,
         count_tokens: TokenCounter | None = None,
@@ -224,6 +227,7 @@ class LlmTopicWindow:
         self.policy = policy
         self.summary_chars = summary_chars
         self.summaries = summaries
+        self.context_tokens = context_tokens
         self.mark = breakpoint_mark(model, cache_breakpoints)
         self.prefixes = prefixes or PrefixTracker()
         self.count_tokens = count_tokens or default_token_counter()
@@ -240,6 +244,8 @@ class LlmTopicWindow:
         of this turn), except a prompt refused as too long, which the native back end serves
         (marked ``prompt_refused``); a reply malformed after the retry falls back to it too.
         """
+        if self.context_tokens is not None:
+            unsplit = newest_within(unsplit, self.context_tokens, self.count_tokens)
         language = call_language(self.policy.language, [*topic_messages[-3:], *unsplit])
         messages = topic_window_messages(
             topic,
