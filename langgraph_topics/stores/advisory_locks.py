@@ -8,7 +8,10 @@ stores are written or read back.
 A session-level advisory lock belongs to the connection that took it, so each held lock keeps
 a connection of its own (never one of the pool's, which other threads reuse). When the holding
 process dies, its connections close and the server frees its locks: a killed worker never
-leaves a thread locked. Taking a lock polls ``pg_try_advisory_lock`` until the timeout.
+leaves a thread locked. Taking a held lock waits in the server (``pg_advisory_lock`` under a
+``lock_timeout`` of the time left): the server grants a lock to its waiters in the order they
+asked, so waiting writers are served in turn (polling ``pg_try_advisory_lock`` was not fair: a
+worker that let go and asked again at once could take the lock over and over).
 
 Refresh: a worker's stores answer from views loaded when they were opened. Where the file locks
 compare the thread directory's generation marker, these compare the shared topic store's
@@ -20,12 +23,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from langgraph_topics.stores.postgres_profile import advisory_key, unreachable
-from langgraph_topics.stores.reentrant_lock import ReentrantLock, retry_until
+from langgraph_topics.stores.reentrant_lock import ReentrantLock
 from langgraph_topics.thread_locks import LockKind, ThreadLockPair
 
 if TYPE_CHECKING:
@@ -91,8 +94,8 @@ class LockConnections:
 class AdvisoryLock(ReentrantLock):
     """A re-entrant lock shared by processes and threads: one advisory lock key.
 
-    The re-entrant front (``reentrant_lock``) lets the holding thread take it again and keeps
-    the process's other threads from polling the server.
+    The re-entrant front (``reentrant_lock``) lets the holding thread take it again and queues
+    the process's other threads in order, so that each process waits in the server once.
 
     ``acquire`` raises ``StoreUnavailableError`` when the database cannot be reached.
     """
@@ -109,7 +112,7 @@ class AdvisoryLock(ReentrantLock):
         connection: psycopg.Connection[Any] | None = None
         try:
             connection, taken = self._first_try()
-            taken = taken or retry_until(deadline, partial(self._try, connection))
+            taken = taken or self._wait(connection, deadline)
         except BaseException as error:
             if connection is not None:
                 connection.close()  # closing the session frees the lock if it was taken
@@ -144,6 +147,23 @@ class AdvisoryLock(ReentrantLock):
     def _try(self, connection: psycopg.Connection[Any]) -> bool:
         row = connection.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
         return bool(row and row[0])
+
+    def _wait(self, connection: psycopg.Connection[Any], deadline: float) -> bool:
+        """Wait in the server's queue for the lock until ``deadline``; whether it was taken."""
+        import psycopg
+
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms < 1:  # lock_timeout 0 would wait for ever
+            return False
+        connection.execute("SELECT set_config('lock_timeout', %s, false)", (f"{left_ms}ms",))
+        try:
+            connection.execute("SELECT pg_advisory_lock(%s)", (self.key,))
+        except psycopg.errors.LockNotAvailable:
+            return False
+        finally:
+            # The connection serves other keys later, which wait no longer than they ask.
+            connection.execute("RESET lock_timeout")
+        return True
 
     def _release_shared(self) -> None:
         if self._connection is None:
