@@ -338,6 +338,11 @@ class Settings:
     already put in the window, and most return nothing used (``bench cost``: about 0.2 of the
     calls under the threshold with 1 read, 0.3 with 2). Raise it to have more topics judged
     by the model in parallel; None: no limit but the governor's other rules."""
+    wake_by_evidence: bool = True
+    """Whether a dormant topic holding one of the question's best messages (the turn's
+    whole-thread evidence search) wakes before the topic windows read, without a model call
+    (``activation/evidence_wake.py``); off, only a recall cue, weak results or the main
+    model's ``activate_topic`` wake one (seed 000 §4.7)."""
     topic_window_native_quotes: bool = True
     """Whether an active topic the governor gives no model call is read by the native back
     end (its best evidence quoted, as in a memory without models), so that the main window

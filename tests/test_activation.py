@@ -60,6 +60,7 @@ def test_activate_loop_reads_only_newly_activated_topics(
         make_memory,
         with_roles(roles, topic_window=window, responder=responder),
         split_after_reply=False,
+        wake_by_evidence=False,  # the loop itself: the evidence would wake the topic first
     )
     topic_ids = [t["id"] for t in memory.topics("t")]
     sourdough = _topic_holding(memory, "acetone")
@@ -165,3 +166,33 @@ def test_no_cue_no_deep_search(make_memory: MemoryFactory, roles: Roles) -> None
     memory = _imported(make_memory, roles)
     memory.chat("t", "Which ryokan near Gion is good?")
     assert not [e for e in memory.state("t")["events"] if e["kind"] == "recall_cue"]
+
+
+def test_a_sleeping_topic_holding_the_best_evidence_wakes_before_the_reads(
+    make_memory: MemoryFactory, roles: Roles
+) -> None:
+    window = RecordingTopicWindow(roles.topic_window)
+    memory = _imported(make_memory, with_roles(roles, topic_window=window))
+    sourdough = _topic_holding(memory, "acetone")
+    _set_status(memory, {sourdough: "dormant"})
+    window.reset()
+
+    memory.chat("t", "Why does my sourdough starter smell like acetone in the fridge?")
+
+    state = memory.state("t")
+    woken = [e for e in state["events"] if e["kind"] == "activated" and e["reason"] == "evidence"]
+    # Woken by the whole-thread evidence, before the topic windows: no index search, no model,
+    # and the topic is read in the first pass with the active ones.
+    assert [e["topic_ids"] for e in woken] == [[sourdough]]
+    assert not any(e["kind"] == "index_search" for e in state["events"])
+    assert state["topics"][sourdough]["status"] == "active"
+    assert sourdough in window.topics_read()
+    assert memory.check("t").ok
+
+    # Off, the sleeping topic stays asleep unless something else asks for it.
+    other = _imported(make_memory, roles, wake_by_evidence=False)
+    held = _topic_holding(other, "acetone")
+    _set_status(other, {held: "dormant"})
+    other.chat("t", "Why does my sourdough starter smell like acetone in the fridge?")
+    events = other.state("t")["events"]
+    assert not any(e["kind"] == "activated" and e.get("reason") == "evidence" for e in events)

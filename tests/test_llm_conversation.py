@@ -152,6 +152,9 @@ def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
         # Every topic read every turn: what this conversation checks call by call (the
         # governor's skips and reuses are tests/test_window_governor.py's).
         "topic_window_governor": False,
+        # The seed's own activation paths through a model (weak results, activate_topic); the
+        # evidence's wake-up before the reads is tests/test_activation.py's.
+        "wake_by_evidence": False,
         "language": "en",
         "retry_backoff_seconds": 0.001,
         "strong_model": None,

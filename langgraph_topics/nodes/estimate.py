@@ -120,6 +120,16 @@ def over_threshold(settings: Settings, system_tokens: int, total: int) -> bool:
     return total / budget > settings.split_trigger
 
 
+def expected_topic_tokens(last_turn: int, settings: Settings) -> int:
+    """What the topic results are expected to take of the next window (seed 000 §4.1).
+
+    They fill whatever room the messages leave (the assembler selects by value), so they are
+    expected to need what they took last turn, at most the share the trigger keeps free for
+    them: counted whole, a full window would make every turn split.
+    """
+    return min(last_turn, round((1 - settings.split_trigger) * settings.budget_tokens))
+
+
 def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Count this turn's new messages and estimate the main window (seed 000 §4.1 step 0).
 
@@ -160,11 +170,9 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         system_tokens += counter(render_workflow_block(workflow, language, settings.prompt_dir))
     previous = state.get("context")
     any_active = any(t["status"] == "active" for t in topics.values())
-    topic_tokens = previous["sections"]["topics"] if previous and any_active else 0
-    # The topic results fill whatever room the messages leave (the assembler selects by value),
-    # so what they are expected to need is at most the share the trigger keeps free for them:
-    # counted whole, last turn's full window would split at every turn.
-    topic_tokens = min(topic_tokens, int((1 - settings.split_trigger) * settings.budget_tokens))
+    topic_tokens = expected_topic_tokens(
+        previous["sections"]["topics"] if previous and any_active else 0, settings
+    )
     # Large tool results count as the window shows them: their reference and preview.
     shown = windowed_messages(
         turn_records(kept),
