@@ -349,7 +349,9 @@ class Settings:
     holds at least what the evidence search would put there. Off, such a topic gets its native
     score alone (grey activation goes on) and the window holds the models' references: a
     smaller, cheaper prompt for the strong model, with less evidence in it (``bench cost``
-    shows the recall of both windows)."""
+    shows the recall of both windows). It applies to governed topic windows
+    (``topic_window_governor``): with the governor off, every active topic is read by the
+    model alone, as seed 000 §4.2 describes."""
     topic_window_context_tokens: int | None = 1000
     """How much of the conversation a model topic window reads beside its topic: the newest
     unsplit messages within this many tokens, always back to the newest user message (a tool

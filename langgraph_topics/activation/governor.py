@@ -21,10 +21,10 @@ Topics activated in a later pass of the turn (``activate_topic``, a recall cue, 
 search) were asked for: they are never skipped for their evidence nor served an earlier
 result, within the turn's reads and cap.
 
-Grey activation (seed 000 §4.7, §16.2) keeps working for every active topic: a skipped topic
-is scored by the native reading of the same evidence (``TopicEvidence.native_score``, worked
-out here anyway), which quotes nothing (the main window holds what the models chose, seed 000
-§15.1), and its sliding average and dormancy follow as in a memory without models. A topic the
+A skipped topic is read by the native back end instead (``nodes/topic_window.py``; with
+``Settings.topic_window_native_quotes`` off, it gets the native score of the same evidence
+alone, ``TopicEvidence.native_score``, worked out here anyway), so grey activation (seed 000
+§4.7, §16.2) keeps working for every active topic, as in a memory without models. A topic the
 evidence does not reach at all gets no score (neither an invented 0 nor an estimate); its
 round counts as a round at risk of dormancy instead (``grey.decide_dormancy``).
 

@@ -221,13 +221,13 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     if skip is not None:
         update["events"] = [skip]
     if dropped and score >= settings.reference_threshold:
-        update["events"] = [
+        update.setdefault("events", []).append(
             {
                 "kind": "degraded",
                 "topic_ids": [task["topic_id"]],
                 "detail": f"{dropped} unknown or repeated message ids dropped",
             }
-        ]
+        )
     if verdict.get("prompt_refused"):
         tokens = topic_tokens(store, task["topic_id"], topic_messages, services.token_counter)
         update["oversized_topics"] = {task["topic_id"]: tokens}
