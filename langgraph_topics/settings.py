@@ -377,6 +377,14 @@ class Settings:
     the providers that cache only at breakpoints (Anthropic); ``True`` for every model (an
     OpenAI-compatible endpoint that reads OpenAI's breakpoints); ``False`` never.
     ``LANGGRAPH_TOPICS_CACHE_BREAKPOINTS`` (1, 0, auto) sets it."""
+    alternating_roles: bool | None = None
+    """Whether the window's chat messages open with a user message after the system message
+    and alternate, as strict chat templates (many vLLM-served models) require: older messages
+    enter as whole exchanges, a reply before any question the window shows is quoted in the
+    system prompt, and messages of one role in a row are joined when sent
+    (``state/turn_order.py``). None (auto): whenever a model answers from the window (the LLM
+    responder, ``TopicMemoryMiddleware``, ``with_topic_memory``, the node helpers); not for
+    the native responder, which has no template."""
 
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:

@@ -402,3 +402,90 @@ def test_node_helpers_in_a_react_loop_reassemble_tool_rounds(tmp_path: Path) -> 
     assert verdicts, "no topic window ran: nothing was split"
     assert len(model.calls) == 12 + 4
     assert state["total_messages"] == 2 * 12 + 2 * 4
+
+
+def _hashed_services(path: Path, **overrides: Any) -> Any:
+    from langgraph_topics import TopicServices
+    from langgraph_topics.bench.fakes import HashEmbedder
+    from langgraph_topics.roles.native import native_roles
+
+    settings = Settings(data_dir=path, **{"budget_tokens": 600, "keep_recent": 6, **overrides})
+    hashed = HashEmbedder()
+    return TopicServices.open(settings, roles=native_roles(hashed, settings), embedder=hashed)
+
+
+def test_topic_memory_nodes_wire_a_react_agent_that_sees_its_tool_results(tmp_path: Path) -> None:
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    from langgraph_topics.integrations import topic_memory_nodes
+    from langgraph_topics.middleware.fakes import ToolCallingFakeModel
+    from langgraph_topics.state.schema import TopicState
+
+    @tool
+    def lookup(query: str) -> str:
+        """Look the question up."""
+        return f"notes on {query[:30]}"
+
+    services = _hashed_services(tmp_path / "n")
+    model = ToolCallingFakeModel(triggers={"look up": "lookup"})
+    bound = model.bind_tools([lookup])
+
+    def agent(state: TopicState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(context_messages(state["context"], "Be brief."))]}
+
+    builder = StateGraph(TopicState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", ToolNode([lookup]))
+    topic_memory_nodes(builder, "agent", "tools", services=services)
+    app = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "rex"}, "recursion_limit": 12}
+    sizes = []
+    subjects = ["kyoto ryokan temple", "sourdough starter flour", "marathon pace shoes"]
+    for turn in range(30):
+        text = f"{subjects[turn // 10]} {turn}?" + (" Please look up it." if turn % 3 == 0 else "")
+        state = app.invoke({"messages": [HumanMessage(text)]}, config)  # no recursion error
+        if turn % 3 == 0:  # the call after the tool round saw the result and answered from it
+            assert state["messages"][-1].content == f"Here is what I found: notes on {text[:30]}"
+            assert isinstance(model.calls[-1][-1], ToolMessage)
+        sizes.append(len(state["messages"]))
+    assert len(model.calls) == 30 + 10  # one call per turn, one more per tool round
+    assert state["total_messages"] == 2 * 30 + 2 * 10
+    topics = services.stores("rex").topic_store.topic_ids()
+    assert topics, "nothing was stored in topics"
+    split = len(services.stores("rex").topic_store.message_ids())
+    assert split + len(state["messages"]) == state["total_messages"]
+    assert max(sizes[10:]) <= 20 < state["total_messages"] // 3  # bounded while the thread grew
+
+
+def test_the_compiled_graph_as_a_subgraph_node_is_refused_at_its_first_run(
+    tmp_path: Path,
+) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from langgraph_topics import TopicContext, build_graph
+    from langgraph_topics.errors import InputError
+    from langgraph_topics.state.schema import TopicState
+
+    services = _hashed_services(tmp_path / "s")
+    for schema in (MessagesState, TopicState):
+        builder = StateGraph(schema)
+        builder.add_node("memory", build_graph())
+        builder.add_edge(START, "memory")
+        builder.add_edge("memory", END)
+        app = builder.compile(checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": f"p-{schema.__name__}"}}
+        with pytest.raises(InputError) as raised:
+            app.invoke(
+                {"messages": [HumanMessage("hello")]},
+                config,
+                context=TopicContext(services=services),
+            )
+        message = str(raised.value)
+        assert len(message.splitlines()) == 1
+        assert "cannot be the node 'memory' of another graph" in message
+        assert "topic_memory_nodes" in message and "TopicMemoryMiddleware" in message
+        assert not services.stores(f"p-{schema.__name__}").topic_store.topic_ids()

@@ -207,7 +207,8 @@ def test_sixty_turns_with_tool_calls_at_a_2000_token_budget(memory: TopicMemory)
 
 
 def test_activate_topic_wakes_a_dormant_topic_for_the_next_call(tmp_path: Path) -> None:
-    with open_memory(tmp_path / "m") as memory:
+    # The tool itself: the question's evidence would otherwise wake the topic first.
+    with open_memory(tmp_path / "m", wake_by_evidence=False) as memory:
         model = ToolCallingFakeModel(triggers=TRIGGERS)
         agent = create_agent(
             model,
@@ -480,3 +481,66 @@ def test_a_budget_too_small_for_the_agents_own_parts_is_one_clear_error(tmp_path
         assert "system prompt takes" in message and "raise budget_tokens to" in message
         # Refused before anything was recorded.
         assert not memory.state("jon").get("messages")
+
+
+def _quoted_replies_have_their_question(system: str) -> bool:
+    """Every quoted reply (the fake's ``Re: <question>``) sits under its question or a note."""
+    lines = system.splitlines()
+    for place, line in enumerate(lines):
+        if not line.startswith("assistant: Re: "):
+            continue
+        asked = line.removeprefix("assistant: Re: ")
+        above = lines[place - 1] if place else ""
+        noted = above.startswith('(in reply to user: "') and asked.startswith(
+            above.removeprefix('(in reply to user: "').removesuffix('")').removesuffix("…")
+        )
+        if above != f"user: {asked}" and not noted:
+            return False
+    return True
+
+
+def test_every_request_opens_with_a_user_message_and_alternates(tmp_path: Path) -> None:
+    # Tight: the agent's prompt leaves the memory a few hundred tokens, so older exchanges,
+    # quotes and the recent part's first exchange are cut often; a greeting opens the thread.
+    with open_memory(tmp_path / "m", budget=1200, keep_recent=7) as memory:
+        prompt = _long_prompt(500, memory.services.token_counter)
+        model = ToolCallingFakeModel(triggers=TRIGGERS)
+        agent = create_agent(
+            model,
+            [lookup, convert],
+            system_prompt=prompt,
+            middleware=[TopicMemoryMiddleware(memory)],
+            checkpointer=InMemorySaver(),
+        )
+        config = thread("kim")
+        greeting = AIMessage("Hello! I remember what you tell me.", id="greeting")
+        agent.invoke({"messages": [greeting, HumanMessage(question(0))]}, config)
+        for turn in range(1, 45):
+            agent.invoke({"messages": [HumanMessage(question(turn))]}, config)
+        quoted = 0
+        for sent in model.calls:
+            assert isinstance(sent[0], SystemMessage)
+            assert isinstance(sent[1], HumanMessage), [type(m).__name__ for m in sent]
+            for before, after in itertools.pairwise(sent[1:]):
+                assert not (isinstance(before, HumanMessage) and isinstance(after, HumanMessage))
+                assert not (
+                    isinstance(before, AIMessage)
+                    and isinstance(after, AIMessage)
+                    and not before.tool_calls
+                )
+            assert_tool_pairs(sent[1:])
+            system = str(sent[0].content)
+            assert _quoted_replies_have_their_question(system), system
+            quoted += system.count("\nassistant: Re: ")
+        assert quoted, "no reply was ever quoted: the test did not test the notes"
+        assert memory.check("kim").ok
+
+
+def test_alternation_off_sends_the_window_as_it_is(tmp_path: Path) -> None:
+    with open_memory(tmp_path / "m", alternating_roles=False) as memory:
+        model = ToolCallingFakeModel(triggers=TRIGGERS)
+        agent = create_agent(model, [lookup], middleware=[TopicMemoryMiddleware(memory)])
+        greeting = AIMessage("Hello! I remember what you tell me.", id="greeting")
+        agent.invoke({"messages": [greeting, HumanMessage("Hi")]}, thread("lu"))
+        assert isinstance(model.calls[0][1], AIMessage)
+        assert not memory.state("lu")["context"].get("alternating")

@@ -11,6 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph_topics.graph import routing
 from langgraph_topics.graph.node_times import NodeWrapper
 from langgraph_topics.graph.routed import routed, state_only
+from langgraph_topics.graph.standalone import standalone
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.assemble import assemble
 from langgraph_topics.nodes.bookkeeping import bookkeeping
@@ -60,7 +61,9 @@ def build_graph(
     # The routed nodes pick their successor themselves (graph/routed.py); ``destinations``
     # draws those edges for Studio.
     # The turn's workflow path first (seed 001 T4; nothing without one), a node Studio draws.
-    builder.add_node("inject_workflow", node("inject_workflow", inject_workflow))
+    # Run as another graph's node, the graph would lose its state every turn: it refuses.
+    first = inject_workflow if full_input else standalone(inject_workflow)
+    builder.add_node("inject_workflow", node("inject_workflow", first))
     # Over 70 % of the budget: split before the topic windows read anything, unless the memory
     # splits after the reply (TopicMemory: the user never waits for the splitter); a split run
     # (mode "split") writes the split prepared then.

@@ -7,7 +7,11 @@ from langgraph_topics.integrations.chat_model import (
 )
 from langgraph_topics.integrations.history import import_chat_history
 from langgraph_topics.integrations.messages import context_messages
-from langgraph_topics.integrations.subgraph import topic_bookkeeping_node, topic_context_node
+from langgraph_topics.integrations.subgraph import (
+    topic_bookkeeping_node,
+    topic_context_node,
+    topic_memory_nodes,
+)
 
 __all__ = [
     "TopicMemoryRunnable",
@@ -16,5 +20,6 @@ __all__ = [
     "new_user_message",
     "topic_bookkeeping_node",
     "topic_context_node",
+    "topic_memory_nodes",
     "with_topic_memory",
 ]

@@ -6,6 +6,7 @@ from langchain_core.messages import AnyMessage, SystemMessage
 
 from langgraph_topics.state.messages import to_langchain
 from langgraph_topics.state.records import AssembledContext
+from langgraph_topics.state.turn_order import joined_turns
 
 
 def context_messages(
@@ -20,9 +21,13 @@ def context_messages(
 
     Returns:
         One system message, then the window's chat messages (unsplit ones, then the recent ones)
-        in conversation order.
+        in conversation order; in an alternating window (``Settings.alternating_roles``) the
+        chat opens with a user message and messages of one role in a row are joined.
     """
     system = context["system_prompt"]
     if system_prompt:
         system = f"{system_prompt.rstrip()}\n\n{system}"
-    return [SystemMessage(system), *(to_langchain(m) for m in context["messages"])]
+    chat = [to_langchain(m) for m in context["messages"]]
+    if context.get("alternating"):
+        chat = joined_turns(chat)
+    return [SystemMessage(system), *chat]

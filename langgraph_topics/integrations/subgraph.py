@@ -11,7 +11,10 @@ and removes the messages it split into topics from ``messages``, so the applicat
 checkpoint stays bounded too; ``topic_bookkeeping`` records this turn's scores, grey activation
 and dormancy once the model has answered. In a ReAct loop route the tools back to
 ``topic_context``: a tool round (no new user message) records the tool exchange and assembles
-the window again from the turn's topic results, without running the topic windows again.
+the window again from the turn's topic results, without running the topic windows again. A
+model node reading the window after the usual ``tools → model`` edge would read the window of
+the call before, without the tool's result, and call the tool again until the recursion limit:
+:func:`topic_memory_nodes` adds both nodes and wires the loop the right way.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, cast
 
 from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import ExecutionInfo, Runtime
 from langgraph.types import Overwrite
 
@@ -37,6 +41,10 @@ from langgraph_topics.state.schema import TopicState
 
 TopicNode = Callable[[TopicState, RunnableConfig], dict[str, Any]]
 """A node function of the application's graph."""
+
+CONTEXT_NODE = "topic_context"
+BOOKKEEPING_NODE = "topic_bookkeeping"
+"""The names :func:`topic_memory_nodes` gives the two memory nodes."""
 
 _PER_TURN_KEYS = ("topic_results", "events")
 """Keys with accumulating reducers: the subgraph's final value replaces the parent's."""
@@ -115,6 +123,53 @@ def topic_bookkeeping_node(services: TopicServices | None = None) -> TopicNode:
         return update
 
     return topic_bookkeeping
+
+
+def topic_memory_nodes(
+    builder: StateGraph[Any, Any, Any, Any],
+    model: str,
+    tools: str | None = None,
+    *,
+    services: TopicServices | None = None,
+) -> None:
+    """Add topic memory around a model node (and its tools node) of ``builder``.
+
+    Wired so that every model call reads the window of the round it answers::
+
+        START → topic_context → model ─(tool calls)→ tools → topic_context (the window again)
+                                      └─(an answer)→ topic_bookkeeping → END
+
+    The state must extend :class:`~langgraph_topics.state.schema.TopicState`; add ``model``
+    (it reads ``context_messages(state["context"], ...)``) and ``tools`` (e.g. LangGraph's
+    ``ToolNode``) as nodes yourself, before or after this call, and no other edges from START,
+    out of them or into END.
+
+    Args:
+        builder: The application's graph, not compiled yet.
+        model: The node calling the model; after it, a reply with tool calls goes to ``tools``.
+        tools: The node running the tools (None: the model calls none).
+        services: Stores, settings and role back ends of both memory nodes (``None``: the
+            process default).
+    """
+    # TopicNode is a plain callable: LangGraph's overloads know nodes by their parameter names.
+    builder.add_node(CONTEXT_NODE, cast(Any, topic_context_node(services)))
+    builder.add_node(BOOKKEEPING_NODE, cast(Any, topic_bookkeeping_node(services)))
+    builder.add_edge(START, CONTEXT_NODE)
+    builder.add_edge(CONTEXT_NODE, model)
+    builder.add_edge(BOOKKEEPING_NODE, END)
+    if tools is None:
+        builder.add_edge(model, BOOKKEEPING_NODE)
+        return
+
+    def after_model(state: TopicState) -> str:
+        """Tools for a reply that calls them; the turn's bookkeeping for an answer."""
+        last = state["messages"][-1] if state["messages"] else None
+        calls = getattr(last, "tool_calls", None)
+        return tools if calls else BOOKKEEPING_NODE
+
+    builder.add_conditional_edges(model, after_model, [tools, BOOKKEEPING_NODE])
+    # The round's results are recorded and the window assembled again before the model reads.
+    builder.add_edge(tools, CONTEXT_NODE)
 
 
 def _tool_round(

@@ -7,6 +7,11 @@ a topic's brief and its summary. The last ``keep_recent`` messages and the instr
 fixed. The budget left is filled by value across all topics, so a strong quote of a weaker
 topic is kept before a weak quote of a stronger one; then the pieces are rendered grouped by
 topic, topics by score (invariant 3), quotes in conversation order under their dates.
+
+A quoted reply whose question is not quoted just above it gets a line naming the question (it
+would read as the answer to the message above it); its cost counts when the reply is chosen.
+With ``alternating_roles`` the chat part is whole exchanges opening with a user message
+(``state/turn_order.py``).
 """
 
 from __future__ import annotations
@@ -25,13 +30,16 @@ from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import (
     quote_day,
     quote_line,
+    render_earlier,
     render_system_prompt,
     render_topic_block,
+    reply_note,
 )
 from langgraph_topics.retrieval.evidence import Evidence
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
+from langgraph_topics.roles.native.responder import NativeResponder
 from langgraph_topics.runtime_protocols import uses_evidence
-from langgraph_topics.services import TopicContext, services_of, thread_id_of
+from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.state.records import (
     AssembledContext,
     SectionTokens,
@@ -41,8 +49,9 @@ from langgraph_topics.state.records import (
     TurnEvent,
 )
 from langgraph_topics.state.schema import TopicState
+from langgraph_topics.state.turn_order import leading_replies, unit_start
 from langgraph_topics.state.turn_records import turn_records
-from langgraph_topics.state.units import unit_in_store
+from langgraph_topics.state.units import group_units, unit_in_store
 from langgraph_topics.state.working_set import located_in_topics, recent_messages
 from langgraph_topics.stores.protocols import TopicStore
 from langgraph_topics.subtopics.families import family_heads, prior_families
@@ -73,6 +82,8 @@ WORKFLOW_SHARE = 0.5
 and the recent messages leave: it goes first, but the recalled evidence keeps the rest."""
 
 PieceKind = Literal["quote", "unsplit", "summary", "brief"]
+QuestionOf = Callable[[str], StoredMessage | None]
+"""The question a stored reply answers (the user message opening its exchange), if any."""
 
 
 @dataclass(slots=True)
@@ -100,6 +111,8 @@ class _Selection:
     given_way: list[_Piece] = field(default_factory=list)
     opened_topics: set[str] = field(default_factory=set)
     opened_days: set[tuple[str, str]] = field(default_factory=set)
+    quoted: set[str] = field(default_factory=set)
+    """Ids of the messages the chosen quotes show."""
 
 
 @dataclass(frozen=True)
@@ -355,11 +368,13 @@ def _select(
     room: int,
     header_cost: Callable[[str], int],
     day_cost: Callable[[str], int],
+    note_cost: Callable[[StoredMessage, set[str]], int] | None = None,
 ) -> _Selection:
     """Take pieces by value (conversation order breaks ties) while they fit ``room``.
 
     A piece that opens a block pays for the block's header, a quote that opens a day within
-    its block pays for the date line.
+    its block pays for the date line, a reply whose question is not quoted yet for the note
+    naming it (``note_cost``).
     """
     selection = _Selection()
     used = 0
@@ -373,11 +388,15 @@ def _select(
                 day = quote_day(piece.message)
                 if day and (piece.block, day) not in selection.opened_days:
                     extra += day_cost(day)
+                if note_cost is not None:
+                    extra += note_cost(piece.message, selection.quoted)
         if used + piece.cost + extra > room:
             selection.given_way.append(piece)
             continue
         used += piece.cost + extra
         selection.chosen.append(piece)
+        if piece.kind == "quote":
+            selection.quoted.update(m["id"] for m in piece.messages)
         if piece.kind != "unsplit":
             selection.opened_topics.add(piece.block)
             if day:
@@ -391,10 +410,13 @@ def _render(
     language: str,
     prompt_dir: Path | None,
     workflow_block: str = "",
+    question_of: QuestionOf | None = None,
+    earlier: Sequence[StoredMessage] = (),
 ) -> tuple[str, list[StoredMessage], list[str]]:
     """The system prompt, the quoted messages (in rendered order) and the topics shown.
 
     Blocks go best first; the topics shown are listed block by block, best first in each.
+    ``earlier``: recent replies the chat part must not open with, quoted after the blocks.
     """
     rendered: list[str] = []
     quoted: list[StoredMessage] = []
@@ -410,6 +432,13 @@ def _render(
             continue
         quotes = sorted((p for p in mine if p.kind == "quote"), key=lambda p: p.order)
         messages = [m for p in quotes for m in p.messages]
+        questions: dict[str, StoredMessage] = {}
+        if question_of is not None:
+            for piece in quotes:
+                first = piece.messages[0]
+                question = question_of(first["id"]) if is_answer(first) else None
+                if question is not None:
+                    questions[first["id"]] = question
         summaries = [blocks.results[p.topic_id]["summary"] for p in mine if p.kind == "summary"]
         head = blocks.heads[block]
         rendered.append(
@@ -420,11 +449,15 @@ def _render(
                 prompt_dir,
                 brief=clip_line(head["brief"]) if any(p.kind == "brief" for p in mine) else "",
                 summary=summaries[0] if summaries else "",
+                questions=questions,
             )
         )
         quoted.extend(messages)
         members = {p.topic_id for p in mine}
         shown.extend(t for t in blocks.members[block] if t in members)
+    if earlier:
+        rendered.append(render_earlier(earlier, language))
+        quoted.extend(earlier)
     system_prompt = render_system_prompt(rendered, language, prompt_dir)
     return with_workflow_block(workflow_block, system_prompt), quoted, shown
 
@@ -457,6 +490,8 @@ def assemble_window(
     exchanges: Mapping[str, list[StoredMessage]] | None = None,
     workflow: ActivePath | None = None,
     family_heads: Mapping[str, TopicResult] | None = None,
+    question_of: QuestionOf | None = None,
+    alternate: bool = False,
 ) -> AssembledContext:
     """Build the main window: the best evidence that fits, the unsplit and recent messages.
 
@@ -479,11 +514,25 @@ def assemble_window(
             prompt at the richest detail that fits ``WORKFLOW_SHARE`` of the room left.
         family_heads: For each subtopic, its family's root as a result (name, brief, file):
             a family's subtopics are one block under it (see :class:`_Blocks`).
+        question_of: The question a stored reply answers: a quoted reply without its
+            question just above it gets a note naming it (None: no notes).
+        alternate: Make the chat part open with a user message and keep older messages in
+            whole exchanges (``Settings.alternating_roles``, ``state/turn_order.py``).
 
     Returns:
         The assembled context; ``trimmed`` lists the most valuable pieces that gave way.
     """
+    tokens = MessageTokens(counter)
+    base_prompt = render_system_prompt([], language, prompt_dir)
+    base_tokens = counter(base_prompt)
     recent = recent_messages(working, keep_recent)
+    if alternate and recent:
+        # The fixed part opens with the question of its first exchange when that fits whole
+        # beside the evidence's floor; else the replies before it are quoted (below).
+        start = unit_start(working, len(working) - len(recent))
+        whole = budget - base_tokens - int(EVIDENCE_FLOOR * (budget - base_tokens))
+        if sum(tokens(m) for m in working[start:]) <= whole:
+            recent = list(working[start:])
     older = working[: len(working) - len(recent)]
     unsplit = [m for m in older if m["id"] not in located]
     placed = {m["id"] for m in recent}
@@ -497,22 +546,24 @@ def assemble_window(
         key=lambda r: (-r["relevance_score"], r["topic_id"]),
     )
     trimmed: list[TrimRecord] = []
-    tokens = MessageTokens(counter)
-    base_prompt = render_system_prompt([], language, prompt_dir)
-    base_tokens = counter(base_prompt)
+    # Replies before any question the window shows (a thread opening with a greeting, an
+    # exchange whose question did not fit) cannot open the chat part: they are quoted in the
+    # system prompt under a header of their own, still recent (invariant 2).
+    lead = leading_replies(recent) if alternate else 0
+    header = counter(render_earlier([], language)) if lead else 0
     # A tight window (an agent's own prompt and tools take most of the budget) would go to the
     # recent messages alone: the oldest of them are shortened (never dropped, invariant 2) so
     # that recalled evidence keeps a floor: the largest of a few that leaves the newest whole.
     floor = int(EVIDENCE_FLOOR * (budget - base_tokens)) if ranked or unsplit else 0
     for share in (floor, floor // 2, floor // 4, 0):
         floored: list[TrimRecord] = []
-        fitted = _fit_recent(recent, budget - base_tokens - share, tokens, floored)
+        fitted = _fit_recent(recent, budget - base_tokens - header - share, tokens, floored)
         if not share or not recent or fitted[-1] is recent[-1]:
             break
     trimmed.extend(floored)
     recent = fitted
     recent_tokens = sum(tokens(m) for m in recent)
-    room = budget - base_tokens - recent_tokens
+    room = budget - base_tokens - header - recent_tokens
     workflow_block, workflow_cost = "", 0
     if workflow is not None:
         workflow_block, workflow_cost = fit_workflow_block(
@@ -543,14 +594,29 @@ def assemble_window(
         for p in pieces
         if p.kind == "unsplit" or p.message is None or p.message["id"] not in unsplit_ids
     ]
-    selection = _select(pieces, max(0, room), header_cost, day_cost)
-    system_prompt, quoted, shown = _render(
-        blocks, selection.chosen, language, prompt_dir, workflow_block
-    )
+    if alternate:
+        pieces = _whole_units(pieces, unsplit)
+    notes: dict[str, int] = {}
+
+    def note_cost(message: StoredMessage, quoted: set[str]) -> int:
+        question = question_of(message["id"]) if question_of and is_answer(message) else None
+        if question is None or question["id"] in quoted:
+            return 0
+        if question["id"] not in notes:
+            notes[question["id"]] = counter(reply_note(question, language) + "\n")
+        return notes[question["id"]]
+
+    earlier = recent[:lead]
+
+    def render(chosen: Sequence[_Piece], block: str) -> tuple[str, list[StoredMessage], list[str]]:
+        return _render(blocks, chosen, language, prompt_dir, block, question_of, earlier)
+
+    selection = _select(pieces, max(0, room), header_cost, day_cost, note_cost)
+    system_prompt, quoted, shown = render(selection.chosen, workflow_block)
     chosen_unsplit = sorted(
         (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
     )
-    chat = [m for p in chosen_unsplit for m in p.messages] + recent
+    chat = [m for p in chosen_unsplit for m in p.messages] + recent[lead:]
     total = counter(system_prompt) + sum(tokens(m) for m in chat)
     # Costs were counted piece by piece; a tokenizer that merges across piece boundaries can
     # differ by a few tokens, so the least valuable pieces give way until the total fits.
@@ -558,17 +624,15 @@ def assemble_window(
         dropped = min(selection.chosen, key=lambda p: (p.value, p.order))
         selection.chosen.remove(dropped)
         selection.given_way.append(dropped)
-        system_prompt, quoted, shown = _render(
-            blocks, selection.chosen, language, prompt_dir, workflow_block
-        )
+        system_prompt, quoted, shown = render(selection.chosen, workflow_block)
         chosen_unsplit = sorted(
             (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order
         )
-        chat = [m for p in chosen_unsplit for m in p.messages] + recent
+        chat = [m for p in chosen_unsplit for m in p.messages] + recent[lead:]
         total = counter(system_prompt) + sum(tokens(m) for m in chat)
     if total > budget and workflow_block:  # the block never pushes the window over the budget
         workflow_block, workflow_cost = "", 0
-        system_prompt, quoted, shown = _render(blocks, selection.chosen, language, prompt_dir)
+        system_prompt, quoted, shown = render(selection.chosen, "")
     if workflow is not None:
         full = fit_workflow_block(workflow, budget, counter, language, prompt_dir)[1]
         if full > workflow_cost:
@@ -587,7 +651,9 @@ def assemble_window(
             trimmed.append({"kind": "topic_result", "id": result["topic_id"], "tokens": 0})
     system_tokens = counter(system_prompt)
     workflow_tokens = counter(with_workflow_block(workflow_block, "")) if workflow_block else 0
-    unsplit_tokens = sum(tokens(m) for m in chat[: len(chat) - len(recent)])
+    unsplit_tokens = sum(tokens(m) for m in chat[: len(chat) - len(recent) + lead])
+    if lead:  # quoted in the system prompt: counted there
+        recent_tokens = sum(tokens(m) for m in recent[lead:])
     sections: SectionTokens = {
         "system": base_tokens,
         "topics": system_tokens - base_tokens - workflow_tokens,
@@ -596,7 +662,7 @@ def assemble_window(
     }
     if workflow is not None:
         sections["workflow"] = workflow_tokens
-    return {
+    context: AssembledContext = {
         "messages": chat,
         "referenced_messages": quoted,
         "message_ids": [m["id"] for m in [*quoted, *chat]],
@@ -609,6 +675,81 @@ def assemble_window(
         "trimmed": trimmed,
         "given_way": len(selection.given_way),
     }
+    if alternate:
+        context["alternating"] = True
+    return context
+
+
+def _whole_units(pieces: list[_Piece], unsplit: Sequence[StoredMessage]) -> list[_Piece]:
+    """The older unsplit pieces merged into whole exchanges, each opening with a user message.
+
+    An exchange is worth its best message and costs all of them; one the working set holds
+    without its question (a greeting opening the thread) is left out.
+    """
+    unit_of: dict[str, int] = {}
+    for number, unit in enumerate(group_units(unsplit)):
+        unit_of.update((m["id"], number) for m in unit)
+    kept: list[_Piece] = []
+    units: dict[int, _Piece] = {}
+    for piece in pieces:
+        if piece.kind != "unsplit" or piece.message is None:
+            kept.append(piece)
+            continue
+        number = unit_of.get(piece.message["id"], -1)
+        known = units.get(number)
+        if known is None:
+            units[number] = _Piece(
+                "unsplit", piece.value, piece.cost, messages=list(piece.messages), order=piece.order
+            )
+            continue
+        known.value = max(known.value, piece.value)
+        known.cost += piece.cost
+        known.messages.extend(piece.messages)
+        known.order = min(known.order, piece.order)
+    position = {m["id"]: place for place, m in enumerate(unsplit)}
+    for whole in units.values():
+        whole.messages.sort(key=lambda m: position.get(m["id"], 0))
+        if whole.messages[0]["role"] == "user":
+            kept.append(whole)
+    return kept
+
+
+def alternates(state: TopicState, services: TopicServices) -> bool:
+    """Whether this window's chat part must open with a user message and alternate.
+
+    ``Settings.alternating_roles``, or (None) whenever a model answers from the window: the
+    application's (a turn in mode ``assemble``) or a responder other than the native one.
+    """
+    chosen = services.settings.alternating_roles
+    if chosen is not None:
+        return chosen
+    return state.get("turn_mode") == "assemble" or not isinstance(
+        services.roles.responder, NativeResponder
+    )
+
+
+def questions_in(store: TopicStore) -> QuestionOf:
+    """The question of a stored reply, read once per message and window."""
+    found: dict[str, StoredMessage | None] = {}
+
+    def question_of(message_id: str) -> StoredMessage | None:
+        if message_id not in found:
+            unit = unit_in_store(store, message_id)
+            opening = unit[0] if unit and unit[0]["role"] == "user" else None
+            found[message_id] = opening if opening and opening["id"] != message_id else None
+        return found[message_id]
+
+    return question_of
+
+
+def is_answer(message: StoredMessage) -> bool:
+    """Whether a message is the assistant's answer to a user (its quote needs its question).
+
+    A named speaker's turn (an imported dialogue between people: LoCoMo's two speakers are
+    ``user`` and ``assistant`` by position only) is shown under its speaker's name, and what
+    it answers, if anything, is the conversation's business: no note is written for it.
+    """
+    return message["role"] == "assistant" and not message.get("name")
 
 
 def _unit_partners(
@@ -693,6 +834,8 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         exchanges=exchanges,
         workflow=state.get("workflow"),
         family_heads=family_heads((r["topic_id"] for r in results), families, store),
+        question_of=questions_in(store),
+        alternate=alternates(state, services),
     )
     context = namespace.finish(context, addition, settings.budget_tokens, counter)
     update: dict[str, Any] = {"context": context}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from langgraph_topics.prompts.loader import load_prompt
@@ -10,6 +10,16 @@ from langgraph_topics.state.records import StoredMessage, TopicResult
 
 NOTE_LABELS = {"en": ("Brief", "Summary"), "zh": ("简介", "总结")}
 """Labels of a topic block's brief and summary lines, per language."""
+REPLY_NOTES = {
+    "en": '(in reply to {speaker}: "{opening}")',
+    "zh": "（回复 {speaker}：“{opening}”）",
+}
+"""The line above a quoted reply whose question is not quoted just before it, per language:
+under the wrong question it would read as the answer to the message above it."""
+REPLY_OPENING_CHARS = 60
+"""How much of the question a reply note shows."""
+EARLIER_LABELS = {"en": "Earlier in this conversation:", "zh": "此前的对话："}
+"""Header of the replies a window that must open with a user message shows here instead."""
 
 
 def quote_day(message: StoredMessage) -> str:
@@ -23,17 +33,49 @@ def quote_line(message: StoredMessage) -> str:
     return f"{message.get('name') or message['role']}: {message['content']}"
 
 
-def render_quotes(quoted: Sequence[StoredMessage]) -> str:
-    """Quoted messages in the given order, each day's under a ``[YYYY-MM-DD]`` line."""
+def reply_note(question: StoredMessage, language: str) -> str:
+    """The note naming the question a quoted reply answers (its opening words)."""
+    text = " ".join(question["content"].split())
+    if len(text) > REPLY_OPENING_CHARS:
+        cut = text[:REPLY_OPENING_CHARS]
+        text = (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+    speaker = question.get("name") or question["role"]
+    return REPLY_NOTES.get(language, REPLY_NOTES["en"]).format(speaker=speaker, opening=text)
+
+
+def render_quotes(
+    quoted: Sequence[StoredMessage],
+    questions: Mapping[str, StoredMessage] | None = None,
+    language: str = "en",
+) -> str:
+    """Quoted messages in the given order, each day's under a ``[YYYY-MM-DD]`` line.
+
+    ``questions``: for a quoted reply, the question it answers; a reply whose question is not
+    the message quoted just before it gets a :func:`reply_note` line above it.
+    """
     lines: list[str] = []
     current = None
+    previous = ""
     for message in quoted:
         day = quote_day(message)
         if day and day != current:
             lines.append(f"[{day}]")
         current = day or current
+        question = (questions or {}).get(message["id"])
+        if question is not None and question["id"] != previous:
+            lines.append(reply_note(question, language))
         lines.append(quote_line(message))
+        previous = message["id"]
     return "\n".join(lines)
+
+
+def render_earlier(messages: Sequence[StoredMessage], language: str) -> str:
+    """The section quoting replies a window must not open its chat part with.
+
+    Strict chat templates want a user message first; a reply before any question the window
+    shows (a greeting opening the thread) is quoted here instead.
+    """
+    return f"{EARLIER_LABELS.get(language, EARLIER_LABELS['en'])}\n{render_quotes(messages)}\n"
 
 
 def render_topic_block(
@@ -44,6 +86,7 @@ def render_topic_block(
     *,
     brief: str = "",
     summary: str = "",
+    questions: Mapping[str, StoredMessage] | None = None,
 ) -> str:
     """The main-window section of one topic result (``prompt_dir`` overrides the packaged one).
 
@@ -54,6 +97,7 @@ def render_topic_block(
         prompt_dir: Prompt overrides.
         brief: The brief line, when the budget has room for it.
         summary: The summary, when the budget has room for it.
+        questions: The questions of quoted replies (see :func:`render_quotes`).
     """
     template = load_prompt("main_window_topic", language, prompt_dir)
     brief_label, summary_label = NOTE_LABELS.get(language, NOTE_LABELS["en"])
@@ -65,7 +109,7 @@ def render_topic_block(
     block = template.render(
         name=result["name"] or result["topic_id"],
         ref=result["topic_id"],
-        quoted_messages=render_quotes(quoted),
+        quoted_messages=render_quotes(quoted, questions, language),
         notes="\n".join(lines),
     )
     return "\n".join(line for line in block.strip().split("\n") if line.strip()) + "\n"

@@ -217,6 +217,9 @@ class AssembledContext(TypedDict):
     (``read_namespace``); absent when there are none."""
     namespace_read: NotRequired[list[str]]
     """References shown in full in this window (read this turn); absent when none."""
+    alternating: NotRequired[bool]
+    """Whether the chat part opens with a user message and is sent alternating (messages of
+    one role in a row joined: ``Settings.alternating_roles``); absent when not."""
 
 
 class TurnEvent(TypedDict):

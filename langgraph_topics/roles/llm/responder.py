@@ -20,6 +20,7 @@ from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
 from langgraph_topics.roles.protocols import Responder, ResponderReply
 from langgraph_topics.state.records import AssembledContext, StoredMessage
+from langgraph_topics.state.turn_order import joined_turns
 from langgraph_topics.tuning.role_stats import CallRecord
 
 log = logging.getLogger(__name__)
@@ -45,10 +46,10 @@ def chat_messages(context: AssembledContext) -> list[BaseMessage]:
     Tool exchanges are rendered as text: the window may hold a tool result whose call was
     trimmed away, and providers reject such a pair.
     """
-    converted: list[BaseMessage] = [SystemMessage(context["system_prompt"])]
-    for message in context["messages"]:
-        converted.append(_as_chat_message(message))
-    return converted
+    chat = [_as_chat_message(message) for message in context["messages"]]
+    if context.get("alternating"):  # tool results shown as text are user messages
+        chat = joined_turns(chat)
+    return [SystemMessage(context["system_prompt"]), *chat]
 
 
 def _as_chat_message(message: StoredMessage) -> BaseMessage:
