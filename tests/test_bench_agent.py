@@ -22,7 +22,13 @@ FACT = Fact(3, 40, "By the way, my locker code is 4917.", "What was my locker co
 
 def test_a_small_run_measures_every_agent_on_the_same_conversation() -> None:
     config = AgentBenchConfig(
-        turns=45, budget=2000, system_tokens=1431, embedder="hash", facts=(FACT,)
+        turns=45,
+        budget=2000,
+        system_tokens=1431,
+        embedder="hash",
+        facts=(FACT,),
+        messages=400,
+        tail_turns=6,
     )
     report = run_agent_bench(config, lambda line: None)
     rows = {row["variant"]: row for row in report["rows"]}
@@ -42,7 +48,17 @@ def test_a_small_run_measures_every_agent_on_the_same_conversation() -> None:
     # No middleware sends the whole history: past the budget within 45 turns, and it quotes.
     assert rows["none"]["tokens_max"] > 2000 and rows["none"]["recall"] == {"4917": True}
     assert set(memory["recall"]) == {"4917"}
-    assert "cpu ms med" in agent_table(report)
+    # The long thread in the same run: its history, then the turns, the first fact asked last.
+    long = {row["variant"]: row for row in report["long_rows"]}
+    assert list(long) == ["topic-memory", "summarization", "none"]
+    assert all(row["model_calls"] == 6 + 1 for row in long.values())  # turn 203 calls a tool
+    assert long["topic-memory"]["over_budget"] == 0 and long["topic-memory"]["memory_check_ok"]
+    assert set(long["topic-memory"]["recall"]) == {"4917"}
+    checks = report["checks"]
+    assert checks["turns: every call within the budget"] and checks["long thread: tool pairing"]
+    assert "cpu over none" in " ".join(checks)
+    table = agent_table(report)
+    assert "400-message thread + 6 turns" in table and "issue 34 checks" in table
 
 
 def test_the_system_prompt_has_the_asked_size() -> None:
@@ -54,7 +70,7 @@ def test_the_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture
     code = main(
         [
             "bench", "agent", "--turns", "8", "--embedder", "hash", "--budget", "2000",
-            "--json", "--out", str(tmp_path),
+            "--messages", "0", "--json", "--out", str(tmp_path),
         ]
     )  # fmt: skip
     assert code == 0

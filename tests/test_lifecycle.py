@@ -15,7 +15,7 @@ from fakes import RecordingTopicWindow, with_roles
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.activation.grey import activation_threshold, dormancy_threshold
-from langgraph_topics.nodes.estimate import expected_topic_tokens
+from langgraph_topics.nodes.estimate import expected_topic_tokens, split_batch
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.stores.protocols import BranchedTopicStore
 
@@ -178,3 +178,12 @@ def test_the_estimate_counts_topic_results_at_most_the_room_the_trigger_keeps(
         memory.chat("t", line)
         assert memory.state("t")["estimate"]["topics"] <= int(0.3 * 900)
     assert memory.check("t").ok
+
+
+def test_a_window_whose_recent_part_alone_passes_the_trigger_splits_in_runs() -> None:
+    # No split brings such a window under the trigger (an agent's long system prompt, a small
+    # budget): it splits to bound the working set, after half of keep_recent, not every turn.
+    settings = Settings(keep_recent=20, min_split_messages=4)
+    assert split_batch(settings, recent_over=False) == 4
+    assert split_batch(settings, recent_over=True) == 10
+    assert split_batch(Settings(keep_recent=4, min_split_messages=4), recent_over=True) == 4

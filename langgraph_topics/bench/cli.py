@@ -112,9 +112,13 @@ def add_bench_parser(commands: Any) -> None:
     agent.add_argument(
         "--messages",
         type=int,
-        default=None,
+        default=10_000,
         metavar="N",
-        help="import N messages of history first, then a few agent turns (e.g. 10000)",
+        help="then the long thread: N messages of history, then --tail-turns agent turns "
+        "(default 10000; 0: none)",
+    )
+    agent.add_argument(
+        "--tail-turns", type=int, default=30, help="the long thread's agent turns (default 30)"
     )
     agent.add_argument(
         "--embedder",
@@ -303,7 +307,8 @@ def _agent(args: argparse.Namespace) -> int:
             tool_every=args.tool_every,
             budget=args.budget,
             system_tokens=args.system_tokens,
-            messages=args.messages,
+            messages=args.messages or None,
+            tail_turns=args.tail_turns,
             embedder=args.embedder,
             keep_recent=args.keep_recent,
         )

@@ -130,6 +130,23 @@ def expected_topic_tokens(last_turn: int, settings: Settings) -> int:
     return min(last_turn, round((1 - settings.split_trigger) * settings.budget_tokens))
 
 
+def split_batch(settings: Settings, recent_over: bool) -> int:
+    """How many messages older than the last ``keep_recent`` a split waits for.
+
+    ``min_split_messages``; and when the last ``keep_recent`` messages alone pass the trigger
+    (``recent_over``: a small budget, or an agent whose own prompt and tools leave the memory
+    little of it), at least half of ``keep_recent``. No split can bring such a window under the
+    trigger: it only keeps the working set bounded (here within 1.5 times ``keep_recent``),
+    and each one rewrites a brief and re-indexes it, so it waits for runs of exchanges instead
+    of splitting every other turn. The waiting messages stay in the working set, scored as
+    evidence and chosen by value like any other (nothing a split would put in the window is
+    kept out of it).
+    """
+    if not recent_over:
+        return settings.min_split_messages
+    return max(settings.min_split_messages, settings.keep_recent // 2)
+
+
 def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Count this turn's new messages and estimate the main window (seed 000 §4.1 step 0).
 
@@ -137,7 +154,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     assembler will show it: the block on top of the system prompt counts in the estimate.
     Over ``split_trigger`` (70 %) of the budget (or, with ``split_threshold="dynamic"``, over
     60 % of the budget left by the system prompt), the graph splits before anything else, once
-    at least ``min_split_messages`` messages are older than the last ``keep_recent``; a chat
+    enough messages are older than the last ``keep_recent`` (:func:`split_batch`); a chat
     turn whose memory plans splits after the reply (``TopicContext.prepared_splits``) reads on
     and leaves it to them (the 30 % above the trigger is the room the next turn has).
     """
@@ -181,11 +198,15 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         settings.prompt_dir,
         preview_chars=settings.namespace_preview_chars,
     )
-    message_total = sum(message_tokens(m, counter) for m in shown)
+    counts = [message_tokens(m, counter) for m in shown]
+    message_total = sum(counts)
     total = system_tokens + topic_tokens + message_total
     # Older than the last keep_recent and not yet split (reconciliation removed split ones).
     waiting = max(0, len(kept) - settings.keep_recent)
     share = total / settings.budget_tokens
+    recent_total = system_tokens + sum(
+        counts[-settings.keep_recent :] if settings.keep_recent else []
+    )
     record: EstimateRecord = {
         "system": system_tokens,
         "topics": topic_tokens,
@@ -194,7 +215,7 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "budget": settings.budget_tokens,
         "share": round(share, 4),
         "split": over_threshold(settings, system_tokens, total)
-        and waiting >= settings.min_split_messages,
+        and waiting >= split_batch(settings, over_threshold(settings, system_tokens, recent_total)),
     }
     if settings.split_threshold == "dynamic":
         record["available"] = settings.budget_tokens - system_tokens
