@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 import json
-import threading
 from pathlib import Path
 
 import pytest
 
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores import JsonlTopicStore
-from langgraph_topics.stores.collector_pause import collector_paused
 from langgraph_topics.stores.jsonl_lines import decode_lines, decode_whole
 from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.stores.overlay import OverlayTopicStore
@@ -96,33 +93,3 @@ def test_a_file_read_whole_only_when_every_line_is_one_object(tmp_path: Path, ra
     assert list(_read_records(path, repair=False)) == [
         record for _, record in decode_lines(raw.split(b"\n")) if record is not None
     ]
-
-
-def test_the_collector_comes_back_as_it_was_after_every_reader() -> None:
-    assert gc.isenabled()
-    inside: list[bool] = []
-    entered, release = threading.Barrier(3), threading.Event()
-
-    def read() -> None:
-        with collector_paused():
-            entered.wait()
-            release.wait()
-            inside.append(gc.isenabled())
-
-    readers = [threading.Thread(target=read) for _ in range(2)]
-    for reader in readers:
-        reader.start()
-    entered.wait()
-    assert not gc.isenabled()
-    release.set()
-    for reader in readers:
-        reader.join()
-    assert inside == [False, False] and gc.isenabled()
-
-    gc.disable()  # an application that runs without the collector keeps it off
-    try:
-        with collector_paused():
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

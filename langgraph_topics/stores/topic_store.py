@@ -38,7 +38,6 @@ from typing import Any, cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.archive_shelves import ARCHIVED_DIR, FileArchiveShelf
-from langgraph_topics.stores.collector_pause import collector_paused
 from langgraph_topics.stores.decoded_topics import (
     MessageRecords,
     message_records,
@@ -482,21 +481,20 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
     def _loaded(self, topic: _Topic) -> tuple[list[StoredMessage], dict[str, int]]:
         """The topic's messages, parsed from its file once and then served from memory."""
         if topic.cache is None or topic.positions is None:
-            with collector_paused():
-                records = self._message_records(self.file_path(topic.meta["id"]))
-                found = records.messages
-                if self._filter is not None:
-                    found = list(compress(found, map(self._visible_seq, records.seqs)))
-                # Built in C; a repeated id (a re-run after a crash) keeps its first copy.
-                ids = list(map(itemgetter("id"), found))
-                positions = dict(zip(ids, range(len(ids)), strict=True))
-                messages = found
-                if len(positions) < len(ids):
-                    messages, positions = [], {}
-                    for message in found:
-                        if message["id"] not in positions:
-                            positions[message["id"]] = len(messages)
-                            messages.append(message)
+            records = self._message_records(self.file_path(topic.meta["id"]))
+            found = records.messages
+            if self._filter is not None:
+                found = list(compress(found, map(self._visible_seq, records.seqs)))
+            # Built in C; a repeated id (a re-run after a crash) keeps its first copy.
+            ids = list(map(itemgetter("id"), found))
+            positions = dict(zip(ids, range(len(ids)), strict=True))
+            messages = found
+            if len(positions) < len(ids):
+                messages, positions = [], {}
+                for message in found:
+                    if message["id"] not in positions:
+                        positions[message["id"]] = len(messages)
+                        messages.append(message)
             topic.cache, topic.positions = messages, positions
         return topic.cache, topic.positions
 
