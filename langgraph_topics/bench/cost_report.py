@@ -112,11 +112,12 @@ def summarise_case(case: dict[str, Any]) -> dict[str, Any]:
             "topic_windows_max": max(
                 (len(t["memory"]["topic_window_scores"]) for t in turns), default=0
             ),
+            # No call (``topic_window_reads=0``): none of them returned nothing used.
             "topic_window_low_share": round(
                 sum(1 for s in scores if s < REFERENCE_THRESHOLD) / len(scores), 3
             )
             if scores
-            else None,
+            else 0.0,
             "splitter_input_max": max(
                 (t["memory"]["splitter_input_max"] for t in turns), default=0
             ),
