@@ -41,6 +41,22 @@ class LostCheckpointsError(InputError):
     """
 
 
+class UnknownCheckpointError(InputError):
+    """A checkpoint id (``check --checkpoint``, a fork's ``checkpoint_id``) the thread never had.
+
+    LangGraph would read it as an empty state: ``check`` would report every message lost, and a
+    turn would start a branch from nothing.
+    """
+
+
+def unknown_checkpoint(thread_id: str, checkpoint_id: str, location: str) -> UnknownCheckpointError:
+    """The one-line error for a checkpoint id the thread does not have."""
+    return UnknownCheckpointError(
+        f"no such checkpoint {checkpoint_id!r} of thread {thread_id!r} in {location} (it never "
+        "existed, or it was pruned: a thread keeps its newest checkpoints)"
+    )
+
+
 def lost_checkpoints(
     thread_id: str, database: Path, thread_directory: Path, messages: int
 ) -> LostCheckpointsError:
@@ -58,8 +74,10 @@ def lost_checkpoints(
         lost = "deleted or emptied, and every message of the thread with it (none was split yet)"
     return LostCheckpointsError(
         f"{database}: no checkpoint of thread {thread_id!r}, {held}: the checkpoint database "
-        f"was {lost}; nothing was changed: restore {database.name} from a backup (the thread "
-        "is refused until then, so that it does not start over without its history)"
+        f"was {lost}; nothing was changed: restore {database.name} from a backup, or run "
+        f"`langgraph-topics repair --data-dir {database.parent}` to rebuild the thread from "
+        "what its topic files and pending chat lines hold (the thread is refused until then, "
+        "so that it does not start over without its history)"
     )
 
 

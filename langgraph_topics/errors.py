@@ -18,6 +18,28 @@ class ThreadBusyError(RuntimeError):
     """Another process (or thread) held a conversation thread's lock for too long."""
 
 
+class StoreError(RuntimeError):
+    """A store cannot be read or written: a disk full, a read-only or forbidden file.
+
+    The message is one line naming the file and what to do; ``path`` is that file. The stores
+    are left as they were before the failing write (or read), so running again once the cause
+    is gone is safe.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class DamagedStoreError(StoreError):
+    """A store that is not derived data (the checkpoint database) is damaged.
+
+    Derived stores (the topic index, the retrieval index) are rebuilt instead, with one warning
+    line. The message names the file and the command that recovers what it still holds
+    (``langgraph-topics repair``).
+    """
+
+
 def first_line(error: BaseException | str, limit: int = 300) -> str:
     """The first non-empty line of an error (or a text), at most ``limit`` characters.
 

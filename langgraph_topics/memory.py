@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import shlex
+import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -15,7 +17,7 @@ from typing import Any, Literal, NotRequired, TypedDict, cast
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Durability
+from langgraph.types import Durability, StateSnapshot
 
 from langgraph_topics.checks import (
     CheckReport,
@@ -23,14 +25,17 @@ from langgraph_topics.checks import (
     check_partition,
     check_topic_files,
     lost_checkpoints,
+    unknown_checkpoint,
 )
 from langgraph_topics.errors import InputError
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.graph.review import build_review_graph
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
+from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.review.clock import parse_now
 from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
+from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
 from langgraph_topics.services import (
@@ -60,6 +65,7 @@ from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.advisory_locks import AdvisoryThreadLocks
 from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, stored_head
 from langgraph_topics.stores.checkpoint_retention import Retention, prune_checkpoints
+from langgraph_topics.stores.checkpoint_salvage import database_state
 from langgraph_topics.stores.checkpointed_mark import CheckpointedMarks, is_marked
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
 from langgraph_topics.stores.pending_writes import has_pending_writes
@@ -70,6 +76,7 @@ from langgraph_topics.stores.postgres_profile import (
 )
 from langgraph_topics.stores.protocols import Embedder, ReviewableTopicStore
 from langgraph_topics.stores.store_audit import audit_store_records
+from langgraph_topics.stores.store_faults import checkpoint_fault
 from langgraph_topics.stores.topic_audit import audit_topic_files
 from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
@@ -368,7 +375,8 @@ class TopicMemory:
                 return None
             topics = dict(state.get("topics") or {})
             last_split_id = state.get("last_split_id")
-        return prepare_split(self.services, stores, topics, candidates, last_split_id)
+        with settings_deadline(self.settings):  # a hung splitter does not hold the thread
+            return prepare_split(self.services, stores, topics, candidates, last_split_id)
 
     def _write_split(self, thread_id: str) -> None:
         """Write the split prepared for a thread: a ``split`` run of the graph."""
@@ -402,15 +410,18 @@ class TopicMemory:
         with self.writing(thread_id), self._files(thread_id):
             if checkpoint_id is None:
                 self._finish_interrupted(thread_id)
-            result = cast(
-                dict[str, Any],
-                self.graph.invoke(
-                    cast(Any, dict(payload)),
-                    self.run_config(thread_id, checkpoint_id),
-                    context=self._context(services),
-                    durability=DURABILITY,
-                ),
-            )
+            else:
+                self._require_checkpoint(thread_id, checkpoint_id)
+            with settings_deadline(self.settings, payload.get("mode")):
+                result = cast(
+                    dict[str, Any],
+                    self.graph.invoke(
+                        cast(Any, dict(payload)),
+                        self.run_config(thread_id, checkpoint_id),
+                        context=self._context(services),
+                        durability=DURABILITY,
+                    ),
+                )
             self._retention.after_turn(self.checkpointer, thread_id, self.keep_checkpoints)
             if self._profile is None:  # a shared database is not deleted with a data dir
                 root = thread_directory(Path(self.settings.data_dir), thread_id)
@@ -471,23 +482,26 @@ class TopicMemory:
                 ),
             )
         log.info("thread %s: finishing a turn that was cut short", thread_id)
-        return cast(
-            dict[str, Any],
-            self.graph.invoke(
-                None,
-                self.run_config(thread_id),
-                context=self._context(),
-                durability=DURABILITY,
-            ),
-        )
+        with settings_deadline(self.settings):
+            return cast(
+                dict[str, Any],
+                self.graph.invoke(
+                    None,
+                    self.run_config(thread_id),
+                    context=self._context(),
+                    durability=DURABILITY,
+                ),
+            )
 
     def chat(self, thread_id: str, text: str) -> str:
         """Send a user message and return the assistant's answer.
 
         Raises:
-            InputError: An invalid thread id (a ``ValueError``).
+            InputError: An invalid thread id or a text UTF-8 cannot store (a lone surrogate),
+                before anything is written (a ``ValueError``).
             ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
+        text = check_message_text(text)
         result = self.run_turn(
             thread_id, {"messages": [HumanMessage(text, id=_new_id())], "mode": "chat"}
         )
@@ -563,8 +577,12 @@ class TopicMemory:
         split's writes go to an in-memory overlay and the state is not checkpointed. The state
         is read and the stores are (re)opened under the thread's file lock; the rest runs
         without it, so a context query never holds up a writer.
+
+        Raises:
+            InputError: An invalid thread id, or a text UTF-8 cannot store (a lone surrogate).
         """
         thread_id = check_thread_id(thread_id)
+        text = check_message_text(text)
         # A split being written would land under the replay (its overlay reads the stores as
         # they are): wait for the thread's split under way, then read it as it stands.
         self.wait_idle(thread_id)
@@ -578,14 +596,15 @@ class TopicMemory:
         values["mode"] = "context"
         for per_turn in ("topic_results", "events"):
             values.pop(per_turn, None)
-        result = cast(
-            dict[str, Any],
-            self._replay_graph.invoke(
-                cast(Any, values),
-                self.run_config(thread_id),
-                context=TopicContext(services=self.services.dry_run()),
-            ),
-        )
+        with settings_deadline(self.settings, "context"):
+            result = cast(
+                dict[str, Any],
+                self._replay_graph.invoke(
+                    cast(Any, values),
+                    self.run_config(thread_id),
+                    context=TopicContext(services=self.services.dry_run()),
+                ),
+            )
         results = sorted(
             result.get("topic_results", {}).values(), key=lambda r: -r["relevance_score"]
         )
@@ -597,10 +616,26 @@ class TopicMemory:
         }
 
     def state(self, thread_id: str, checkpoint_id: str | None = None) -> dict[str, Any]:
-        """The thread's checkpointed state values (of its newest checkpoint by default)."""
+        """The thread's checkpointed state values (of its newest checkpoint by default).
+
+        Raises:
+            UnknownCheckpointError: ``checkpoint_id`` is not one of the thread's (an
+                ``InputError``).
+        """
+        return dict(self._snapshot(thread_id, checkpoint_id).values)
+
+    def _snapshot(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
+        """The thread's checkpoint as the graph reads it (its newest by default)."""
         self._settle(check_thread_id(thread_id))
-        config = self.run_config(check_thread_id(thread_id), checkpoint_id)
-        return dict(self.graph.get_state(config).values)
+        snapshot = self.graph.get_state(self.run_config(check_thread_id(thread_id), checkpoint_id))
+        if checkpoint_id is not None and snapshot.metadata is None:  # LangGraph: empty state
+            raise unknown_checkpoint(thread_id, checkpoint_id, self.location)
+        return snapshot
+
+    def _require_checkpoint(self, thread_id: str, checkpoint_id: str) -> None:
+        """Refuse a fork from a checkpoint the thread does not have (it would start empty)."""
+        if self.checkpointer.get_tuple(self.run_config(thread_id, checkpoint_id)) is None:
+            raise unknown_checkpoint(thread_id, checkpoint_id, self.location)
 
     def topics(self, thread_id: str) -> list[TopicSummary]:
         """Every topic of the thread with its status, size, brief, memory score and tier."""
@@ -993,15 +1028,20 @@ class TopicMemory:
         Raises:
             InputError: An invalid thread id, or a thread that does not exist.
             LostCheckpointsError: Its topic files hold messages and it has no checkpoint.
+            DamagedStoreError: The checkpoint database has damaged pages (SQLite's quick
+                check, read whole: a turn would meet them only when it reads one).
+            UnknownCheckpointError: ``checkpoint_id`` is not one of the thread's checkpoints.
         """
         thread_id = check_thread_id(thread_id)
         self._settle(thread_id)
         if not self.exists(thread_id):
             raise InputError(f"no thread {thread_id!r} in {self.location}")
         self.require_checkpoints(thread_id)
+        self._require_sound_database()
         report = CheckReport()
         with self._files(thread_id):
-            values = self.state(thread_id, checkpoint_id)
+            snapshot = self._snapshot(thread_id, checkpoint_id)
+            values = dict(snapshot.values)
             ranges = branch_ranges(values)
             root = thread_directory(Path(self.settings.data_dir), thread_id)
             audit = audit_topic_files(root, ranges)  # before the store cuts torn lines
@@ -1012,9 +1052,9 @@ class TopicMemory:
             cut_short = checkpoint_id is None and self.interrupted(thread_id)
         working_ids = [m.id or "" for m in values.get("messages", [])]
         total = values.get("total_messages", 0)
+        last_seen = values.get("last_seen_id")
         if cut_short:
             # The turn's input is saved, its first step (which counts it) has not run yet.
-            last_seen = values.get("last_seen_id")
             start = working_ids.index(last_seen) + 1 if last_seen in working_ids else 0
             arrived = working_ids[start:]
             report.note(
@@ -1022,13 +1062,30 @@ class TopicMemory:
                 f"counted; the next turn (or resume) finishes it: {arrived[:5]}"
             )
             total += len(arrived)
+        elif (snapshot.metadata or {}).get("source") in ("update", "input") and (
+            last_seen is None or last_seen in working_ids
+        ):
+            # Messages ``update_state`` added (Studio's state editor, a fork), or a turn's
+            # input checkpointed before its first step: the next turn on this branch counts
+            # them, as it counts any message after the last counted one.
+            start = 0 if last_seen is None else working_ids.index(last_seen) + 1
+            added = working_ids[start:]
+            if added:
+                report.note(
+                    f"{len(added)} messages added by update_state (or a turn's input) are not "
+                    f"counted yet; the next turn on this branch counts them: {added[:5]}"
+                )
+                total += len(added)
         check_partition(report, working_ids, located, total)
         check_topic_files(report, audit, working_ids)
         if len(set(working_ids) | set(located)) < total:
             lost = self._lost_ids(thread_id, checkpoint_id, set(working_ids) | set(located))
             if lost:
                 report.fail(
-                    f"invariant 1: lost messages (seen in earlier checkpoints): {lost[:10]}"
+                    f"invariant 1: lost messages (seen in earlier checkpoints): {lost[:10]}; "
+                    f"`langgraph-topics repair --thread {shlex.quote(thread_id)} --data-dir "
+                    f"{shlex.quote(self.location)}` "
+                    "restores them from those checkpoints"
                 )
         context = values.get("context")
         if context and context["recent_ids"] and context["recent_ids"][-1] in working_ids:
@@ -1044,6 +1101,16 @@ class TopicMemory:
         else:
             report.note("invariants 2-3: no current assembled window to check")
         return report
+
+    def _require_sound_database(self) -> None:
+        """Refuse to check on a checkpoint database SQLite finds damaged (``check`` only)."""
+        if self._profile is not None:
+            return
+        database = Path(self.settings.data_dir) / "checkpoints.sqlite"
+        if database_state(database) == "damaged":
+            raise checkpoint_fault(
+                sqlite3.DatabaseError("quick_check: database disk image is malformed"), database
+            )
 
     def _lost_ids(self, thread_id: str, checkpoint_id: str | None, held: set[str]) -> list[str]:
         """Ids that earlier checkpoints of the branch held and that are held nowhere now."""

@@ -266,7 +266,7 @@ class TopicServices:
 
         Raises:
             InputError: An invalid or unusable setting (one line naming it), e.g. a budget under
-                200 tokens, an unknown provider, or a model for services whose roles were given
+                250 tokens, an unknown provider, or a model for services whose roles were given
                 in code.
         """
         checked = check_run_settings(changes)

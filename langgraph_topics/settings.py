@@ -35,6 +35,8 @@ CHEAP_CONTEXT_ENV = "LANGGRAPH_TOPICS_CHEAP_CONTEXT_TOKENS"
 WINDOW_INPUT_ENV = "LANGGRAPH_TOPICS_TOPIC_WINDOW_INPUT_TOKENS"
 WINDOW_SUMMARIES_ENV = "LANGGRAPH_TOPICS_TOPIC_WINDOW_SUMMARIES"
 CACHE_BREAKPOINTS_ENV = "LANGGRAPH_TOPICS_CACHE_BREAKPOINTS"
+MODEL_TIMEOUT_ENV = "LANGGRAPH_TOPICS_MODEL_TIMEOUT"
+TURN_DEADLINE_ENV = "LANGGRAPH_TOPICS_TURN_DEADLINE"
 DEFAULT_WINDOW_INPUT_TOKENS = 40_000
 """Cheap-model input of one turn's topic windows: about six calls of a full topic (4,000
 tokens, ``DEFAULT_SUBTOPIC_LIMIT_TOKENS``) read against an 8,000-token budget's working set."""
@@ -45,14 +47,33 @@ POSTGRES_SCHEMES = ("postgres://", "postgresql://")
 PLATFORM_STORE_CHOICES = ("", "platform")
 """``LANGGRAPH_TOPICS_STORE`` values leaving a run's topics to the LangGraph platform store when
 it has one (``stores.platform_store``); the services' own stores are then the embedded ones."""
-MIN_BUDGET_TOKENS = 200
-"""The smallest main-window budget accepted.
+FIXED_SYSTEM_TOKENS = 150
+"""Room kept for the main window's instructions without any topic: about 90 (English) to 130
+(Chinese) tokens with the bundled tokenizer, plus the header of replies quoted before the
+first question (``alternating_roles``)."""
+SHORTENED_MESSAGE_TOKENS = 5
+"""The least a recent message can take: its framing (``MESSAGE_OVERHEAD_TOKENS``) and the
+one-token mark its text is shortened to when nothing else fits (``nodes/assemble.py``)."""
 
-Part of every window is fixed: the main-window system prompt without topics takes about 80
-(English) to 120 (Chinese) tokens with the bundled tokenizer, and the last messages always stay
-in the window. Under 200 tokens the system prompt alone fills most of the budget, every turn
-would split, and the recent messages would be cut to nothing.
+
+def min_budget_tokens(keep_recent: int) -> int:
+    """The smallest budget the fixed part of every window fits: instructions, last N messages.
+
+    The last ``keep_recent`` messages always stay (invariant 2), shortened at most to a mark;
+    a smaller budget could not be kept (invariant 6), so it is refused when it is set.
+    """
+    return FIXED_SYSTEM_TOKENS + max(0, keep_recent) * SHORTENED_MESSAGE_TOKENS
+
+
+MIN_BUDGET_TOKENS = min_budget_tokens(20)
+"""The smallest main-window budget accepted with the default ``keep_recent`` (20): 250.
+
+Every window holds the instructions and the last 20 messages; at 200 tokens a Chinese
+conversation's 20 shortest messages and instructions took 222, over the budget.
 """
+MAX_BUDGET_TOKENS = 100_000_000
+"""The largest budget accepted: far past any model's context, and a number every store keeps
+(checkpoints serialise integers of at most 64 bits)."""
 ROLE_NAMES = ("splitter", "topic_window", "brief_writer", "index_router", "responder")
 """The model roles; ``LANGGRAPH_TOPICS_<ROLE>_MODEL`` sets the model of one of them."""
 
@@ -228,8 +249,18 @@ class Settings:
     """``init_chat_model`` string of the topic window, brief writer and index router."""
     role_models: dict[str, str] = field(default_factory=_default_role_models)
     """Per-role model strings, overriding the tier (keys from ``ROLE_NAMES``)."""
-    model_timeout_seconds: float = 60.0
-    """Timeout of one model request (models built from strings)."""
+    model_timeout_seconds: float = field(
+        default_factory=lambda: _env_number(MODEL_TIMEOUT_ENV, 60.0, "seconds")
+    )
+    """Timeout of one model request (the client's, for models built from strings; a chat
+    model passed in keeps its own). ``LANGGRAPH_TOPICS_MODEL_TIMEOUT`` sets it."""
+    turn_deadline_seconds: float = field(
+        default_factory=lambda: _env_number(TURN_DEADLINE_ENV, 120.0, "seconds")
+    )
+    """Time of all the model calls of one run of the graph, retries included (0: no limit):
+    a call still running then is given up and its role degrades as on a failure
+    (``roles/llm/deadline.py``); in a chat turn the responder keeps the last
+    ``model_timeout_seconds`` (at most half) for itself. ``LANGGRAPH_TOPICS_TURN_DEADLINE``."""
     model_retries: int = 2
     """Retries of a request that failed in the provider (timeout, 429, 5xx, connection)."""
     retry_backoff_seconds: float = 1.0
@@ -449,16 +480,32 @@ class Settings:
             )
         if self.budget_tokens <= 0:
             raise ValueError(f"budget_tokens must be positive, got {self.budget_tokens}")
-        if self.budget_tokens < MIN_BUDGET_TOKENS:
+        smallest = min_budget_tokens(self.keep_recent)
+        if self.budget_tokens < smallest:
             raise ValueError(
-                f"budget_tokens must be at least {MIN_BUDGET_TOKENS} (the system prompt and the "
-                f"recent messages need room), got {self.budget_tokens}"
+                f"budget_tokens must be at least {smallest} (the system prompt and the last "
+                f"{self.keep_recent} messages need room), got {self.budget_tokens}"
+            )
+        if self.budget_tokens > MAX_BUDGET_TOKENS:
+            raise ValueError(
+                f"budget_tokens must be at most {MAX_BUDGET_TOKENS:,} tokens, got "
+                f"{self.budget_tokens:.3g}"
             )
         unknown = sorted(set(self.role_models) - set(ROLE_NAMES))
         if unknown:
             raise ValueError(f"role_models has unknown roles {unknown}; known: {ROLE_NAMES}")
         if self.model_retries < 0 or self.format_retries < 0:
             raise ValueError("model_retries and format_retries must not be negative")
+        if not self.model_timeout_seconds > 0:
+            raise ValueError(
+                f"model_timeout_seconds ({MODEL_TIMEOUT_ENV}) must be positive, "
+                f"got {self.model_timeout_seconds}"
+            )
+        if not self.turn_deadline_seconds >= 0:
+            raise ValueError(
+                f"turn_deadline_seconds ({TURN_DEADLINE_ENV}) must not be negative (0: no "
+                f"deadline), got {self.turn_deadline_seconds}"
+            )
         if not 0 < self.merge_similarity <= 1:
             raise ValueError(f"merge_similarity must be in (0, 1], got {self.merge_similarity}")
         if not self.archive_after_days >= 0 or not self.one_off_after_days >= 0:
@@ -477,6 +524,7 @@ class Settings:
             )
         self.continuity_rules()  # raises ValueError naming a bad seed 003 number
         self._check_store()
+        self._check_prompt_dirs()
 
     def continuity_rules(self) -> ContinuityRules:
         """Seed 003's keyword continuity numbers of these settings."""
@@ -488,6 +536,23 @@ class Settings:
             continuity_bonus_for_partial=self.continuity_bonus_for_partial,
             drift_similarity_cap=self.drift_similarity_cap,
         )
+
+    def _check_prompt_dirs(self) -> None:
+        """The prompt overrides exist and render (one line naming the setting or file:line).
+
+        The loader reads ``LANGGRAPH_TOPICS_PROMPT_DIR`` after ``prompt_dir``, so both are
+        checked; without either, nothing is read.
+        """
+        from_env = os.environ.get(PROMPT_DIR_ENV)
+        if self.prompt_dir is None and not from_env:
+            return
+        from langgraph_topics.prompts.overrides import check_prompt_dir
+
+        if self.prompt_dir is not None:
+            same = bool(from_env) and Path(str(from_env)) == Path(self.prompt_dir)
+            check_prompt_dir(Path(self.prompt_dir), PROMPT_DIR_ENV if same else "prompt_dir")
+        if from_env and (self.prompt_dir is None or Path(from_env) != Path(self.prompt_dir)):
+            check_prompt_dir(Path(from_env), PROMPT_DIR_ENV)
 
     def _check_store(self) -> None:
         """The store profile and its database address fit together (one line naming them)."""
@@ -543,7 +608,7 @@ class RunSettings(TypedDict, total=False):
     """
 
     budget_tokens: int
-    """The main window's token budget (at least 200)."""
+    """The main window's token budget (at least 250)."""
     language: Literal["auto", "zh", "en"]
     """Prompt language."""
     strong_model: str | None
@@ -606,6 +671,10 @@ def check_run_settings(raw: Any) -> dict[str, Any]:
                 budget,
                 f"must be at least {MIN_BUDGET_TOKENS} tokens "
                 "(the system prompt and the recent messages need room)",
+            )
+        if budget > MAX_BUDGET_TOKENS:
+            raise _run_setting_problem(
+                "budget_tokens", f"{budget:.3g}", f"must be at most {MAX_BUDGET_TOKENS:,} tokens"
             )
         changes["budget_tokens"] = budget
     language = raw.get("language")

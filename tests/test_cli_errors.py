@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import run_cli as _cli
 from conversations import subject_records
 from llm_wire import FakeOpenAI, Reply, Request
 
@@ -49,22 +50,6 @@ def _native(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
 
 
-def _cli(
-    capsys: pytest.CaptureFixture[str], *args: str, stdin: str | None = None
-) -> tuple[int, str, list[str]]:
-    """Run the CLI in this process: status, stdout, the non-empty stderr lines."""
-    saved = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.StringIO(stdin)
-    try:
-        status = main(list(args))
-    finally:
-        sys.stdin = saved
-    out, err = capsys.readouterr()
-    # A notebook test's kernel client, collected meanwhile, warns through the same handler.
-    return status, out, [line for line in err.splitlines() if line.strip() and "zmq" not in line]
-
-
 def _one_error_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     status, _, lines = _cli(capsys, *args)
     assert status == 2, lines
@@ -74,7 +59,7 @@ def _one_error_line(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 
 
 def _import(capsys: pytest.CaptureFixture[str], data_dir: Path, thread: str, n: int = 3) -> None:
-    records = subject_records(["stocks", "kyoto", "sourdough"][:n])
+    records = subject_records(["stocks", "kyoto", "sourdough", "fitness"][:n])
     path = data_dir.parent / f"{thread}.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), "utf-8")
     args = ["import", str(path), "--data-dir", str(data_dir), "--thread", thread]
@@ -204,7 +189,9 @@ def test_a_failing_provider_is_one_line_per_failed_call(
     wire: FakeOpenAI,
 ) -> None:
     data_dir = tmp_path / "d"
-    _import(capsys, data_dir, "t")  # three topics, imported offline
+    # Topics imported offline: at this budget the last 20 messages alone pass the trigger, so
+    # a split waits for 10 older ones (split_batch) and four subjects' messages make topics.
+    _import(capsys, data_dir, "t", n=4)
     for role in ("responder", "topic_window", "splitter", "brief_writer", "index_router"):
         wire.on(role, lambda _: Reply(status=500, text="the server is down"))
     monkeypatch.setattr(Backoff, "delay", lambda self, attempt: 0.0)

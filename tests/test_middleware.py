@@ -171,7 +171,9 @@ def test_sixty_turns_with_tool_calls_at_a_2000_token_budget(memory: TopicMemory)
     assert report.counts["total"] == values["total_messages"] >= 160
     assert report.counts["split"] > 100
     first_split = next(turn for turn, history in enumerate(score_histories) if history)
-    assert max(sizes[first_split + 5 :]) <= 40 < report.counts["total"] // 4
+    # The 70 % trigger lets about 42 short messages gather in a 1,875-token window (no dormant
+    # topic: no activate_topic schema to count) before the next split.
+    assert max(sizes[first_split + 5 :]) <= 45 < report.counts["total"] // 3
     topics = memory.topics("alice")
     assert len(topics) >= 4
 

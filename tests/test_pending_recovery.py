@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import io
 import json
 import os
 import subprocess
@@ -14,12 +13,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_runner import run_cli as _cli
 from conversations import subject_records
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langgraph_topics import TopicMemory
 from langgraph_topics.checks import LostCheckpointsError
-from langgraph_topics.cli.main import main
 from langgraph_topics.cli.pending_line import LEGACY_FILE, PREFIX, pending_directory
 from langgraph_topics.settings import CHEAP_MODEL_ENV, STRONG_MODEL_ENV
 
@@ -66,21 +65,6 @@ _KILLED_CHAT = textwrap.dedent(
 def _native(monkeypatch: pytest.MonkeyPatch) -> None:
     for variable in (STRONG_MODEL_ENV, CHEAP_MODEL_ENV):
         monkeypatch.delenv(variable, raising=False)
-
-
-def _cli(
-    capsys: pytest.CaptureFixture[str], *args: str, stdin: str = ""
-) -> tuple[int, str, list[str]]:
-    """Run the CLI in this process: status, stdout, the non-empty stderr lines."""
-    saved = sys.stdin
-    sys.stdin = io.StringIO(stdin)
-    try:
-        status = main(list(args))
-    finally:
-        sys.stdin = saved
-    out, err = capsys.readouterr()
-    # A notebook test's kernel client, collected meanwhile, warns through the same handler.
-    return status, out, [line for line in err.splitlines() if line.strip() and "zmq" not in line]
 
 
 def _chat(

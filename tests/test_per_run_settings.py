@@ -113,7 +113,7 @@ def test_models_per_tier_and_prompt_dir_per_run(
 @pytest.mark.parametrize(
     ("settings", "named"),
     [
-        ({"budget_tokens": 100}, "topic_memory.budget_tokens=100: must be at least 200"),
+        ({"budget_tokens": 100}, "topic_memory.budget_tokens=100: must be at least 250"),
         ({"budget_tokens": "1200"}, "topic_memory.budget_tokens='1200': must be a whole number"),
         ({"budget_tokens": True}, "topic_memory.budget_tokens=True"),
         ({"language": "fr"}, "topic_memory.language='fr': must be one of auto, zh, en"),

@@ -410,7 +410,7 @@ def test_a_corrupt_cli_json_is_one_line_naming_the_file(
 def test_settings_refuse_a_budget_under_the_floor(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="budget_tokens"):
         Settings(data_dir=tmp_path, budget_tokens=MIN_BUDGET_TOKENS - 1)
-    assert Settings(data_dir=tmp_path, budget_tokens=MIN_BUDGET_TOKENS).budget_tokens == 200
+    assert Settings(data_dir=tmp_path, budget_tokens=MIN_BUDGET_TOKENS).budget_tokens == 250
 
 
 # -------------------------------------------------------------------------- 6. thread locks

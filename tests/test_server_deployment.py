@@ -136,29 +136,30 @@ def test_langgraph_json_indexes_the_store_with_the_package_embedder() -> None:
 def _two_thread_load(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str
 ) -> dict[str, Any]:
-    """Run 2 threads × 14 turns at budget 600; assert every message and reply is found once."""
+    """Run 2 threads × 16 turns at budget 600; assert every message and reply is found once."""
     from langgraph_topics.cli.main import main
 
     out = str(tmp_path / "out")
     status = main(
-        ["bench", "server-load", "--threads", "2", "--turns", "14", "--budget", "600"]
+        ["bench", "server-load", "--threads", "2", "--turns", "16", "--budget", "600"]
         + ["--timeout", "300", "--run-timeout", "120", *extra, "--json", "--out", out]
     )
     report: dict[str, Any] = json.loads(capsys.readouterr().out)
     assert status == 0, report
-    assert (report["sent"], report["completed"], report["failed"]) == (28, 28, 0)
+    assert (report["sent"], report["completed"], report["failed"]) == (32, 32, 0)
     assert report["lost"] == 0 and report["duplicated"] == 0
     assert report["in_topics"] > 0 and report["topics"] > 0  # topics landed in the store
-    assert report["replies"] == 28 and report["unaccounted"] == []
-    assert report["in_topics"] + report["in_working_set"] == 56  # every message and reply once
+    assert report["replies"] == 32 and report["unaccounted"] == []
+    assert report["in_topics"] + report["in_working_set"] == 64  # every message and reply once
     return report
 
 
 def test_server_load_loses_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``bench server-load`` through ``langgraph dev``: 2 threads, every message found once.
 
-    Splits wait for messages older than the last 20 (``keep_recent``): at budget 600 the first
-    comes at turn 13, so 14 turns put topics in the platform store.
+    Splits wait for messages older than the last 20 (``keep_recent``); at budget 600 the last 20
+    alone pass the trigger, so a split waits for 10 of them (``split_batch``): the first comes at
+    turn 15, so 16 turns put topics in the platform store.
     """
 
     report = _two_thread_load(tmp_path, capsys)

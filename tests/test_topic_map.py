@@ -196,7 +196,8 @@ def test_png_timeline_is_to_scale_with_dates_and_legend_outside() -> None:
 
 def test_cli_writes_png_mermaid_and_markdown(tmp_path: Path) -> None:
     conversation = tmp_path / "c.jsonl"
-    records = subject_records(["stocks", "kyoto", "sourdough"])
+    # At budget 300 the last 20 messages alone pass the trigger: a split waits for 10 more.
+    records = subject_records(["stocks", "kyoto", "sourdough", "fitness"])
     conversation.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records))
     common = ["--thread", "t", "--data-dir", str(tmp_path / "d")]
     assert main(["import", str(conversation), *common, "--budget", "300"]) == 0

@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from langgraph_topics.cli.input_lines import InputLines
 from langgraph_topics.cli.pending_line import (
     Abandoned,
     ChatSession,
@@ -172,17 +173,26 @@ def run_chat(memory: Any, thread_id: str, data_dir: Path) -> int:
     Raises:
         LostCheckpointsError: The thread's topic files hold messages its checkpoints do not
             (the checkpoint database was deleted or emptied): nothing is written.
+        InputError: A piped line is not valid UTF-8: the lines before it were answered, it
+            and the lines after it are not sent.
     """
     memory.require_checkpoints(thread_id)
     interactive = sys.stdin.isatty()
     if interactive:
         print(welcome(thread_id, data_dir, memory.settings), flush=True)
+    lines = InputLines(sys.stdin)
     with ChatSession(pending_directory(data_dir, thread_id)) as session:
         _settle_pending(memory, thread_id, session)
         while True:
             if interactive:
                 print("> ", end="", flush=True)
-            line = sys.stdin.readline()
+            try:
+                line = lines.readline()
+            except InputError as error:
+                if not interactive:  # a script's input: stop at the bad line (exit status 2)
+                    raise
+                _notice(str(error))  # a bad paste on a terminal: say so, type on
+                continue
             if not line:
                 break
             text = line.strip()

@@ -258,5 +258,15 @@ examples:
   langgraph-topics archived --thread bob
   langgraph-topics archived --thread bob --month 2024-03 --json
 """,
+    f"{PROG} repair": """
+examples:
+  langgraph-topics repair                      # a damaged or deleted checkpoints.sqlite
+  langgraph-topics repair --thread bob         # a topic file deleted, emptied or cut
+
+Each thread is rebuilt from every message its topic files, its readable checkpoints and its
+pending chat lines hold (same ids, texts and times), then split and indexed again; a pending
+line is answered by the next chat. The previous files are kept in DATA_DIR/repair-<time>/.
+Exit status 1 when messages are gone (named when an index still knows their ids).
+""",
 }
 """Examples and notes shown after the options of ``--help``, per command (by ``prog``)."""

@@ -1,8 +1,10 @@
 """The ``langgraph-topics`` command line.
 
-Exit status: 0 done; 1 ``check`` found a broken invariant; 2 a usage or input error (a bad
-argument, import file, ``--data-dir``, ``cli.json`` or model setting, an unknown provider, a
-missing API key), reported as one line on standard error before anything is written; 3 the
+Exit status: 0 done; 1 ``check`` found a broken invariant (or ``repair`` could not recover
+every message); 2 a usage or input error (a bad argument, import file, ``--data-dir``,
+``cli.json`` or model setting, an unknown provider, a missing API key), reported as one line on
+standard error before anything is written, or a store fault (a full disk, a read-only or
+damaged store: one line naming the file, ``cli.store_errors``); 3 the
 thread is busy (another process kept writing it past the lock timeout); 130 interrupted
 (Ctrl-C). Standard output closed early (``| head``) is one line too ("output closed early")
 with status 2. A failing model provider is one warning line per failed call (``--verbose``
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -27,13 +30,16 @@ from langgraph_topics.cli.help_texts import EXAMPLES, PROG
 from langgraph_topics.cli.logs import cli_logging
 from langgraph_topics.cli.migrate import add_migrate_parser, run_migrate
 from langgraph_topics.cli.remembered import CLI_SETTINGS_FILE, parse_budget, remembered_budget
+from langgraph_topics.cli.repair import add_repair_parser, run_repair
 from langgraph_topics.cli.review import REVIEW_COMMANDS, add_review_parsers, run_review_command
 from langgraph_topics.cli.signals import SIGNAL_COMMANDS, add_signal_parsers, run_signal
+from langgraph_topics.cli.store_errors import store_fault_of
 from langgraph_topics.cli.tables import clip, render_table
 from langgraph_topics.cli.topic_tree import subtree_messages, tree_order
 from langgraph_topics.cli.workflow import add_workflow_parser, run_workflow
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.importing import check_records, read_jsonl
+from langgraph_topics.message_texts import text_problem
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
 from langgraph_topics.thread_ids import check_thread_id
 
@@ -74,6 +80,14 @@ def _thread(text: str) -> str:
         return check_thread_id(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _message_text(text: str) -> str:
+    """Read a message text argument (bytes that were not UTF-8 are a usage error)."""
+    problem = text_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -128,7 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     importer.add_argument("file", type=Path, help="JSONL file, one message a line")
     _common(importer)
     context = command("context", "show the main window assembled for TEXT, changing nothing")
-    context.add_argument("text", help="the user message to assemble the window for")
+    context.add_argument(
+        "text", type=_message_text, help="the user message to assemble the window for"
+    )
     context.add_argument(
         "--show-prompt",
         action="store_true",
@@ -173,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_review_parsers(commands, _common)
     add_workflow_parser(commands, _common)
     add_migrate_parser(commands, _thread)
+    add_repair_parser(commands, _common)
     add_bench_parser(commands)
     return parser
 
@@ -200,7 +217,13 @@ def _memory(args: argparse.Namespace) -> Any:
 
 
 def _chat(args: argparse.Namespace) -> int:
-    return run_chat(_memory(args), args.thread, args.data_dir)
+    memory = _memory(args)
+    try:
+        return run_chat(memory, args.thread, args.data_dir)
+    finally:
+        # The split planned after the last reply lands now, while warnings are still one
+        # line each: left to interpreter shutdown it failed, with an unformatted line.
+        memory.close()
 
 
 def _transcript(args: argparse.Namespace) -> int:
@@ -389,6 +412,10 @@ def _write_map(args: argparse.Namespace, memory: Any, topics: Any) -> None:
     print(f"topic map written to {written}", file=sys.stderr)
 
 
+def _repair(args: argparse.Namespace) -> int:
+    return run_repair(args, _memory)
+
+
 def _signal(args: argparse.Namespace) -> int:
     return run_signal(args, _memory)
 
@@ -437,6 +464,7 @@ def _run(argv: Sequence[str] | None) -> int:
             "check": _check,
             "workflow": _workflow,
             "migrate": run_migrate,
+            "repair": _repair,
             **dict.fromkeys(SIGNAL_COMMANDS, _signal),
             **dict.fromkeys(REVIEW_COMMANDS, _review),
         }
@@ -448,6 +476,13 @@ def _run(argv: Sequence[str] | None) -> int:
         except ThreadBusyError as error:
             _error(str(error))
             return BUSY
+        except BaseException as error:  # a Rust panic in Chroma is no Exception
+            fault = store_fault_of(error, getattr(args, "data_dir", None))
+            if fault is None:
+                raise
+            logging.getLogger(__name__).debug("store fault", exc_info=error)  # --verbose
+            _error(str(fault))
+            return INPUT_ERROR
 
 
 def _error(text: str) -> None:

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from langgraph_topics.errors import InputError
-from langgraph_topics.settings import MIN_BUDGET_TOKENS
+from langgraph_topics.settings import MAX_BUDGET_TOKENS, MIN_BUDGET_TOKENS
 from langgraph_topics.stores.durable import replace_durably
 
 CLI_SETTINGS_FILE = "cli.json"
@@ -28,6 +28,8 @@ def budget_problem(value: object) -> str | None:
             f"at least {MIN_BUDGET_TOKENS} tokens are needed (the system prompt and the recent "
             f"messages need room), got {value}"
         )
+    if value > MAX_BUDGET_TOKENS:
+        return f"at most {MAX_BUDGET_TOKENS:,} tokens are accepted, got {value:.3g}"
     return None
 
 

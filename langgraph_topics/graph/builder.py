@@ -12,6 +12,7 @@ from langgraph_topics.graph import routing
 from langgraph_topics.graph.node_times import NodeWrapper
 from langgraph_topics.graph.routed import routed, state_only
 from langgraph_topics.graph.standalone import standalone
+from langgraph_topics.graph.state_updates import guard_state_updates
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.assemble import assemble
 from langgraph_topics.nodes.bookkeeping import bookkeeping
@@ -116,4 +117,7 @@ def build_graph(
     # A context query puts the thread back as it found it.
     builder.add_edge("end_context", END)
     builder.add_edge("bookkeeping", END)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    compiled = builder.compile(checkpointer=checkpointer, name=name)
+    # update_state may add or edit messages, never remove one (it would be lost).
+    guard_state_updates(compiled)
+    return compiled

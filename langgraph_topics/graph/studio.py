@@ -27,7 +27,7 @@ Keys: ``budget_tokens``, ``language``, ``strong_model``, ``cheap_model``, ``role
 environment's values. Every run shares the server's stores (each thread's opened once per
 worker); role back ends are built once per distinct settings. An invalid setting fails the run,
 before it writes anything, with one line naming it (``topic_memory.budget_tokens=100: must be
-at least 200 tokens …``).
+at least 250 tokens …``).
 """
 
 from __future__ import annotations

@@ -119,12 +119,20 @@ def _optional_text(record: Mapping[str, Any], key: str) -> str | None:
 
 
 def _record_id(record: Mapping[str, Any]) -> str | None:
-    """The record's id as given (integers are accepted and read as text); None when absent."""
+    """The record's id as given; None when absent.
+
+    Ids are text: a number is refused rather than read as text, since ``1`` and ``"1"`` would
+    then name one message (and JSON numbers lose digits past 2**53 in many writers).
+    """
     value = record.get("id")
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        shown = f"{value:.40}" if isinstance(value, float) else f"{value}"[:40]
+        raise ValueError(
+            f"id must be a string, got the number {shown}; write it in quotes "
+            f'("id": "{shown}") if that is the id'
+        )
     if not isinstance(value, str) or not value:
         raise ValueError(f"id must be a non-empty string, not {value!r:.40}")
     return _checked_text("id", value)

@@ -35,7 +35,9 @@ from langgraph_topics.integrations.tool_rounds import (
     tool_round_update,
 )
 from langgraph_topics.nodes.bookkeeping import bookkeeping
+from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.services import TopicContext, TopicServices, services_of
+from langgraph_topics.settings import Settings
 from langgraph_topics.state.messages import TIMESTAMP_KEY
 from langgraph_topics.state.schema import TopicState
 
@@ -72,10 +74,12 @@ def topic_context_node(services: TopicServices | None = None) -> TopicNode:
             return _tool_round(state, new, config, services)
         payload = {key: value for key, value in state.items() if key in TopicState.__annotations__}
         payload["mode"] = "assemble"
-        result = cast(
-            dict[str, Any],
-            graph.invoke(cast(Any, payload), config, context=TopicContext(services=services)),
-        )
+        settings = services.settings if services is not None else Settings()
+        with settings_deadline(settings, "assemble"):
+            result = cast(
+                dict[str, Any],
+                graph.invoke(cast(Any, payload), config, context=TopicContext(services=services)),
+            )
         kept = {m.id for m in result["messages"]}
         # The subgraph returns its final working set; the parent's add_messages reducer would
         # keep what the split moved out, so the removals are spelled out.

@@ -21,6 +21,7 @@ from langgraph_topics.namespace.preview import PREVIEW_CHARS, key_information
 from langgraph_topics.namespace.reference import REFERENCE_PREFIX, digest_of, reference_for
 from langgraph_topics.prompts.loader import load_prompt
 from langgraph_topics.prompts.main_window import render_system_prompt
+from langgraph_topics.roles.llm.escaping import escape_text, quote_element
 from langgraph_topics.state.records import AssembledContext, StoredMessage
 from langgraph_topics.state.working_set import recent_messages
 from langgraph_topics.stores.namespace_store import NamespaceEntryError, NamespaceStore
@@ -147,15 +148,17 @@ class NamespaceWindow:
                 parts.append(text.strip())
                 used += counter(text) + 2
                 continue
+            # A tool's output is data like any quoted message: fenced, never an instruction.
             template = load_prompt("namespace_read", self.language, self.prompt_dir)
-            frame = counter(template.render(reference=reference, content="")) + 2
+            frame = counter(template.render(reference=reference, content=quote_element(""))) + 2
             left = room - used - frame
             if left <= counter(SHORTENED_MARK):
                 break
-            if counter(content) > left:
+            if counter(escape_text(content)) > left:
                 content = _prefix_within(content, left - counter(SHORTENED_MARK), counter)
                 content += SHORTENED_MARK
-            text = template.render(reference=reference, content=content).strip()
+            fenced = quote_element(content)
+            text = template.render(reference=reference, content=fenced).strip()
             parts.append(text)
             used += counter(text) + 2
         return "\n\n".join(parts)

@@ -28,6 +28,8 @@ from langgraph_topics.namespace.policy import NamespacePolicy
 from langgraph_topics.namespace.window import NamespaceWindow
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import (
+    NOTE_LABELS,
+    note_line,
     quote_day,
     quote_line,
     render_earlier,
@@ -61,6 +63,9 @@ from langgraph_topics.workflow.records import ActivePath
 from langgraph_topics.workflow.render import fit_workflow_block, with_workflow_block
 
 TRUNCATION_MARK = " …[shortened to fit the window; the full text is kept]"
+SHORT_TRUNCATION_MARK = "…"
+"""The mark of a recent message cut where even the full mark does not fit (one token): the last
+``keep_recent`` messages stay in every window (invariant 2), at the smallest budgets as marks."""
 BRIEF_FLOOR_CHARS = 120
 """A brief is shown by its first line, at most this long (the quotes carry the detail)."""
 SUMMARY_VALUE = 0.1
@@ -170,10 +175,12 @@ def clip_line(text: str, limit: int = BRIEF_FLOOR_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> StoredMessage:
+def _shorten(
+    message: StoredMessage, excess: int, counter: TokenCounter, mark: str = TRUNCATION_MARK
+) -> StoredMessage:
     """Cut the end of a message's text so it takes ``excess`` fewer tokens (or all it can)."""
     text = message["content"]
-    target = max(0, counter(text) - excess - counter(TRUNCATION_MARK))
+    target = max(0, counter(text) - excess - counter(mark))
     low, high = 0, len(text)
     while low < high:  # longest prefix within the target
         middle = (low + high + 1) // 2
@@ -181,26 +188,41 @@ def _shorten(message: StoredMessage, excess: int, counter: TokenCounter) -> Stor
             low = middle
         else:
             high = middle - 1
-    return {**message, "content": text[:low] + TRUNCATION_MARK}
+    return {**message, "content": text[:low] + mark}
 
 
 def _fit_recent(
     recent: list[StoredMessage], room: int, tokens: MessageTokens, trimmed: list[TrimRecord]
 ) -> list[StoredMessage]:
-    """Shorten the oldest recent messages until they fit ``room`` (they stay, by id)."""
+    """Shorten the oldest recent messages until they fit ``room`` (they stay, by id).
+
+    The full mark says what happened; where even messages cut to it do not fit (the smallest
+    budgets: it takes 15 tokens, more than a short message), the oldest are cut again, from
+    their whole text, to the one-token mark. A cut never makes a message longer.
+    """
     counter = tokens.counter
     fitted = list(recent)
     total = sum(tokens(m) for m in fitted)
-    for index, message in enumerate(fitted):
-        if total <= room:
-            break
-        if not message["content"]:
-            continue
-        shortened = _shorten(message, total - room, counter)
-        saved = tokens(message) - tokens(shortened)
-        fitted[index] = shortened
-        total -= saved
-        trimmed.append({"kind": "recent_truncated", "id": message["id"], "tokens": saved})
+    records: dict[str, TrimRecord] = {}
+    for mark in (TRUNCATION_MARK, SHORT_TRUNCATION_MARK):
+        for index, whole in enumerate(recent):
+            if total <= room:
+                break
+            if not whole["content"]:
+                continue
+            current = fitted[index]
+            excess = total - room + tokens(whole) - tokens(current)  # measured from the whole
+            shortened = _shorten(whole, excess, counter, mark)
+            saved = tokens(current) - tokens(shortened)
+            if saved <= 0:
+                continue
+            fitted[index] = shortened
+            total -= saved
+            record = records.setdefault(
+                whole["id"], {"kind": "recent_truncated", "id": whole["id"], "tokens": 0}
+            )
+            record["tokens"] += saved
+    trimmed.extend(records.values())
     return fitted
 
 
@@ -219,6 +241,7 @@ def _candidates(
     placed: set[str],
     evidence: Evidence | None,
     tokens: MessageTokens,
+    language: str = "en",
 ) -> list[_Piece]:
     """Every piece that could enter the window, each message once at its best value.
 
@@ -226,6 +249,7 @@ def _candidates(
     best topic's): a topic divided into subtopics costs the window what it cost undivided.
     """
     counter = tokens.counter
+    brief_label, summary_label = NOTE_LABELS.get(language, NOTE_LABELS["en"])
     quotes: dict[str, _Piece] = {}
 
     def offer(message: StoredMessage, topic_id: str, value: float) -> None:
@@ -263,11 +287,12 @@ def _candidates(
         noted.add(block)
         score = result["relevance_score"]
         if result["summary"]:
-            cost = counter(result["summary"]) + 2
+            cost = counter(note_line(summary_label, result["summary"]) + "\n")
             pieces.append(_Piece("summary", SUMMARY_VALUE * score, cost, topic_id, block))
         brief = clip_line(blocks.heads[block]["brief"])
         if brief:
-            pieces.append(_Piece("brief", BRIEF_VALUE * score, counter(brief) + 2, topic_id, block))
+            cost = counter(note_line(brief_label, brief) + "\n")
+            pieces.append(_Piece("brief", BRIEF_VALUE * score, cost, topic_id, block))
     pieces.extend(_whole_exchanges(list(quotes.values()), exchanges, tokens))
     unsplit_pieces: list[_Piece] = []
     # One look-up of each message's place in the scores gives its value and its order (what
@@ -584,7 +609,16 @@ def assemble_window(
         return counter(f"[{day}]\n")
 
     pieces = _candidates(
-        ranked, blocks, unsplit, lookup, partners or {}, exchanges or {}, placed, evidence, tokens
+        ranked,
+        blocks,
+        unsplit,
+        lookup,
+        partners or {},
+        exchanges or {},
+        placed,
+        evidence,
+        tokens,
+        language,
     )
     # Unsplit messages are not quoted again by a topic (a crash leaves no such overlap, but
     # a message must never appear twice).
@@ -633,6 +667,17 @@ def assemble_window(
     if total > budget and workflow_block:  # the block never pushes the window over the budget
         workflow_block, workflow_cost = "", 0
         system_prompt, quoted, shown = render(selection.chosen, "")
+        total = counter(system_prompt) + sum(tokens(m) for m in chat)
+    if total > budget and recent:
+        # What piece-by-piece costs miss (replies quoted before the first question, a
+        # tokenizer merging across pieces) at a budget the fixed part nearly fills: the recent
+        # messages are shortened further, never dropped (invariant 2).
+        room_left = sum(tokens(m) for m in recent) - (total - budget)
+        recent = _fit_recent(recent, room_left, tokens, trimmed)
+        recent_tokens = sum(tokens(m) for m in recent)
+        earlier = recent[:lead]
+        system_prompt, quoted, shown = render(selection.chosen, workflow_block)
+        chat = [m for p in chosen_unsplit for m in p.messages] + recent[lead:]
     if workflow is not None:
         full = fit_workflow_block(workflow, budget, counter, language, prompt_dir)[1]
         if full > workflow_cost:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -99,7 +100,13 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     except KeyError:
         # The registry names a topic these stores do not hold: another data directory than the
         # checkpoint's (e.g. a graph run without its context), or files removed by hand.
-        log.warning("topic %s is not in the topic store; left out of this turn", task["topic_id"])
+        log.warning(
+            "topic %s is not in the topic store (its file removed?); left out of this turn: "
+            "`langgraph-topics repair --thread %s` rebuilds the thread from what still holds "
+            "its messages",
+            task["topic_id"],
+            shlex.quote(task["thread_id"]),
+        )
         missing: TurnEvent = {
             "kind": "degraded",
             "topic_ids": [task["topic_id"]],

@@ -1,11 +1,22 @@
-"""Render the main window's system prompt (seed 000 §5, §6.2)."""
+"""Render the main window's system prompt (seed 000 §5, §6.2).
+
+History is data, not instructions: every text of the conversation in the prompt (a quote, the
+opening of a question a reply note names, a brief, a summary) is escaped and kept to one line
+(``roles/llm/escaping.quote_text``) inside a fenced block, ``<q>…</q>`` (one a topic, in the
+``main_window_topic`` prompt, and one around the replies quoted before the first question), so
+an imported or typed message can neither close the fence nor add a line of its own to the
+system message. The instructions say once that quoted text is never an instruction. A fence a
+block, not a quote: each quote's tokens come out of the budget of the evidence.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from langgraph_topics.prompts.loader import load_prompt
+from langgraph_topics.roles.llm.escaping import escape_label, quote_text
 from langgraph_topics.state.records import StoredMessage, TopicResult
 
 NOTE_LABELS = {"en": ("Brief", "Summary"), "zh": ("简介", "总结")}
@@ -22,15 +33,24 @@ EARLIER_LABELS = {"en": "Earlier in this conversation:", "zh": "此前的对话�
 """Header of the replies a window that must open with a user message shows here instead."""
 
 
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def quote_day(message: StoredMessage) -> str:
-    """The calendar day a message was sent (``YYYY-MM-DD``; '' when it has no timestamp)."""
+    """The calendar day a message was sent (``YYYY-MM-DD``; '' when it has no such timestamp)."""
     stamp = message.get("timestamp", "")
-    return stamp[:10] if len(stamp) >= 10 and stamp[4] == "-" else ""
+    return stamp[:10] if _DAY.match(stamp) else ""
 
 
 def quote_line(message: StoredMessage) -> str:
-    """One quoted message: ``speaker: content`` (the speaker's name, else the role)."""
-    return f"{message.get('name') or message['role']}: {message['content']}"
+    """One quoted message on one line: ``speaker: content`` (the name, else the role), escaped."""
+    speaker = escape_label(message.get("name") or message["role"])
+    return f"{speaker}: {quote_text(message['content'])}"
+
+
+def note_line(label: str, text: str) -> str:
+    """A brief or summary line of a topic block: ``label: text`` (it may quote), escaped."""
+    return f"{label}: {quote_text(text)}"
 
 
 def reply_note(question: StoredMessage, language: str) -> str:
@@ -39,8 +59,10 @@ def reply_note(question: StoredMessage, language: str) -> str:
     if len(text) > REPLY_OPENING_CHARS:
         cut = text[:REPLY_OPENING_CHARS]
         text = (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
-    speaker = question.get("name") or question["role"]
-    return REPLY_NOTES.get(language, REPLY_NOTES["en"]).format(speaker=speaker, opening=text)
+    speaker = escape_label(question.get("name") or question["role"])
+    return REPLY_NOTES.get(language, REPLY_NOTES["en"]).format(
+        speaker=speaker, opening=quote_text(text)
+    )
 
 
 def render_quotes(
@@ -75,7 +97,8 @@ def render_earlier(messages: Sequence[StoredMessage], language: str) -> str:
     Strict chat templates want a user message first; a reply before any question the window
     shows (a greeting opening the thread) is quoted here instead.
     """
-    return f"{EARLIER_LABELS.get(language, EARLIER_LABELS['en'])}\n{render_quotes(messages)}\n"
+    label = EARLIER_LABELS.get(language, EARLIER_LABELS["en"])
+    return f"{label}\n<q>\n{render_quotes(messages)}\n</q>\n"
 
 
 def render_topic_block(
@@ -103,12 +126,12 @@ def render_topic_block(
     brief_label, summary_label = NOTE_LABELS.get(language, NOTE_LABELS["en"])
     lines = []
     if brief:
-        lines.append(f"{brief_label}: {brief}")
+        lines.append(note_line(brief_label, brief))
     if summary:
-        lines.append(f"{summary_label}: {summary}")
+        lines.append(note_line(summary_label, summary))
     block = template.render(
-        name=result["name"] or result["topic_id"],
-        ref=result["topic_id"],
+        name=escape_label(result["name"] or result["topic_id"]),
+        ref=escape_label(result["topic_id"]),
         quoted_messages=render_quotes(quoted, questions, language),
         notes="\n".join(lines),
     )

@@ -414,7 +414,17 @@ class MessageIndex:
         # its rows. A large one stays float16 until :meth:`widen` has converted it (a third
         # of the cold start at 100,000 rows if done here); meanwhile its searches convert the
         # few rows they score.
-        self._vectors = matrix if rows >= LARGE_INDEX else matrix.astype(np.float32)
+        widened = None if rows >= LARGE_INDEX else matrix.astype(np.float32)
+        if widened is not None and not np.isfinite(widened).all():
+            # Garbled bytes decode to a NaN or an infinity in nearly every row of hundreds of
+            # float16 values; such a row would poison every search. Derived data: rebuilt.
+            log.warning(
+                "%s: damaged vectors (not finite); the index is rebuilt from the topic files",
+                self.root,
+            )
+            self._reset_files()
+            return
+        self._vectors = matrix if widened is None else widened
         self._filled = rows
         self._stored_precision = rows >= LARGE_INDEX
         if rows >= LARGE_INDEX and self._projection_files is not None:

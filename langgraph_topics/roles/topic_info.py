@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from langgraph_topics.roles.protocols import TopicInfo
 from langgraph_topics.state.records import TopicRecord, TopicStatus
 from langgraph_topics.stores.protocols import TopicStore
+
+log = logging.getLogger(__name__)
 
 
 def topic_info(store: TopicStore, topic_id: str, status: TopicStatus) -> TopicInfo:
@@ -24,8 +28,19 @@ def topic_infos(topics: dict[str, TopicRecord], store: TopicStore) -> list[Topic
 
     A divided topic's messages are its children's: new messages go to one of them.
     """
-    return [
-        topic_info(store, t["id"], t["status"])
-        for t in topics.values()
-        if t["status"] not in ("archived", "split")
-    ]
+    infos: list[TopicInfo] = []
+    for topic in topics.values():
+        if topic["status"] in ("archived", "split"):
+            continue
+        try:
+            infos.append(topic_info(store, topic["id"], topic["status"]))
+        except KeyError:
+            # Its file was deleted or emptied by hand: new messages go to other topics
+            # rather than failing every split; what it held is for ``repair`` to restore.
+            log.warning(
+                "topic %s is registered but not in the topic store (its file removed?); no "
+                "message is split into it: `langgraph-topics repair` restores what the "
+                "checkpoints still hold of it",
+                topic["id"],
+            )
+    return infos

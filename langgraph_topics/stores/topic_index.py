@@ -25,6 +25,7 @@ import numpy as np
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.stores.file_lock import FileLock
 from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.stores.store_faults import index_fault, is_damage
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -35,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 OPEN_LOCK_FILE = ".open.lock"
 OPEN_TIMEOUT_SECONDS = 120.0
+DAMAGED_INDEX_PREFIX = "index.damaged-"
+"""A damaged local topic index is moved to ``<data_dir>/index.damaged-<UTC time>/``."""
 
 SERVER_CONNECT_SECONDS = 5.0
 """How long connecting to a Chroma server may take before the attempt fails."""
@@ -204,6 +207,20 @@ def open_topic_index(
     return ChromaTopicIndex(None, embedder, collection=collection, server_url=chroma_url)
 
 
+def set_aside_damaged_index(path: Path) -> Path:
+    """Move a damaged local index's files out of ``path`` (its open lock stays), returning where.
+
+    The lock file stays because other processes may be waiting on it.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    kept = path.parent / f"{DAMAGED_INDEX_PREFIX}{stamp}-{os.getpid()}"
+    kept.mkdir(parents=True, exist_ok=True)
+    for entry in path.iterdir():
+        if not entry.name.startswith(OPEN_LOCK_FILE):
+            entry.rename(kept / entry.name)
+    return kept
+
+
 def _get_or_create(client: ClientAPI, collection: str) -> Collection:
     # embedding_function=None stores no function in the collection's configuration, so a
     # later process reopens it without Chroma trying to build (and download) its own.
@@ -272,11 +289,33 @@ class ChromaTopicIndex:
         opening = FileLock(path / OPEN_LOCK_FILE)
         if not opening.acquire(OPEN_TIMEOUT_SECONDS):
             raise ThreadBusyError(f"{path}: the topic index stayed locked by another process")
-        try:
+
+        def open_collection() -> Collection:
             client = chromadb.PersistentClient(
                 path=str(path), settings=Settings(anonymized_telemetry=False)
             )
             return _get_or_create(client, collection)
+
+        try:
+            try:
+                return open_collection()
+            except BaseException as error:  # a Rust panic is a BaseException
+                if not is_damage(error):
+                    if isinstance(error, Exception) and not isinstance(error, InputError):
+                        raise index_fault(error, path) from error
+                    raise
+                # Derived data: the topic files hold everything it indexes (``mend_topic_index``
+                # fills it again as each thread is opened), so it is set aside, not repaired.
+                kept = set_aside_damaged_index(path)
+                logger.warning(
+                    "%s: the topic index was damaged (%s); it is rebuilt from the topic files "
+                    "(the damaged copy is kept in %s)",
+                    path,
+                    first_line(error),
+                    kept,
+                )
+                ChromaTopicIndex.reload_from_disk_next_time()
+                return open_collection()
         finally:
             opening.release()
 

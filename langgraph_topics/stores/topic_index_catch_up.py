@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from langgraph_topics.errors import first_line
-from langgraph_topics.stores.protocols import TopicStore
+from langgraph_topics.stores.protocols import ReviewableTopicStore, TopicStore
 from langgraph_topics.stores.topic_index import ChromaTopicIndex, topic_document
 
 log = logging.getLogger(__name__)
@@ -30,13 +30,19 @@ def catch_up_topic_index(index: ChromaTopicIndex, store: TopicStore) -> int:
         How many topics were (re-)indexed.
     """
     held = index.entries()
+    # A rebuilt index (a damaged one set aside) must not make archived topics searchable.
+    archived = (
+        {entry["topic_id"] for entry in store.archive_entries()}
+        if isinstance(store, ReviewableTopicStore)
+        else set()
+    )
     written = 0
     for topic_id in store.topic_ids():
         meta = store.meta(topic_id)
         entry = held.get(topic_id)
         if entry is not None and entry[0] == topic_document(meta["name"], meta["brief"]):
             continue
-        status = entry[1] if entry is not None else "active"
+        status = entry[1] if entry is not None else "archived" if topic_id in archived else "active"
         index.upsert(topic_id, meta["name"], meta["brief"], status=status)
         written += 1
     if written:

@@ -488,12 +488,18 @@ class TopicRecordIndex(Generic[TopicT]):
         if self._locations.keys().isdisjoint(message_ids):
             self._locations.update(dict.fromkeys(message_ids, topic_id))
             return
-        # The store's own logger, as when each store logged this itself.
+        # The store's own logger, as when each store logged this itself. Read unfiltered
+        # (every record, before a branch's view is taken), a message is in two topics whenever
+        # a split a crash cut short, or another branch, wrote it again: ``check`` reports those
+        # as notes; a warning on every open would repeat them forever. A branch's own view
+        # holding one twice is a real fault, and warned about.
         store_logger = logging.getLogger(type(self).__module__)
+        level = logging.DEBUG if self._filter is None else logging.WARNING
         for message_id in message_ids:
             owner = self._locations.setdefault(message_id, topic_id)
             if owner != topic_id:
-                store_logger.warning(
+                store_logger.log(
+                    level,
                     "message %s is stored in both %s and %s; using %s",
                     message_id,
                     owner,

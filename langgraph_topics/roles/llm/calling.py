@@ -19,6 +19,7 @@ from langchain_core.runnables import Runnable
 
 from langgraph_topics.errors import first_line, mark_reported
 from langgraph_topics.prompts.loader import load_prompt
+from langgraph_topics.roles.llm.deadline import RoleDeadline
 from langgraph_topics.roles.llm.retries import Backoff
 from langgraph_topics.roles.llm.xml_reply import DegenerateReply, ReplyFormatError
 from langgraph_topics.settings import Settings
@@ -101,14 +102,23 @@ class ModelCaller:
         """How log lines name the caller: the role and its model."""
 
     def invoke(self, messages: Sequence[BaseMessage], record: CallRecord) -> AIMessage:
-        """One model call with provider retries; usage and retries go into ``record``."""
+        """One model call with provider retries; usage and retries go into ``record``.
+
+        Inside a turn's deadline (``deadline.py``) each request is waited for until the
+        deadline at most, and a retry is made only when the deadline leaves time for it.
+        """
 
         def retried(error: BaseException) -> None:
             record.retries += 1
             record.errors.append(f"provider: {type(error).__name__}: {error}"[:300])
             log.info("%s: provider failure, retrying: %s", self.who, first_line(error))
 
-        reply = self.policy.backoff.run(lambda: self.model.invoke(list(messages)), retried)
+        def request() -> Any:
+            return self.model.invoke(list(messages))
+
+        deadline = RoleDeadline.current(self.role)
+        attempt = request if deadline is None else lambda: deadline.run(request)
+        reply = self.policy.backoff.run(attempt, retried, deadline)
         if not isinstance(reply, AIMessage):
             raise TypeError(f"{self.role}: the model returned {type(reply).__name__}")
         add_usage(record, reply)

@@ -3,11 +3,14 @@
 Message text goes into ``<message>`` elements with ``<``, ``>`` and ``&`` escaped: a message
 containing ``</topic_result>`` or ``<relevance_score>1.0</relevance_score>`` reaches the model as
 inert text. Replies are parsed on their own (never together with the prompt), so the only tags
-that count are those the model wrote itself.
+that count are those the model wrote itself. The main window's system prompt escapes quoted
+history the same way, one quote a line inside a fenced block (:func:`quote_text`): there the
+fence keeps it from reading as instructions.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from html import escape
 
@@ -32,6 +35,37 @@ def render_message(message: StoredMessage) -> str:
     if message.get("name"):
         attributes += f' name="{escape_attribute(message.get("name", ""))}"'
     return f"<message {attributes}>{escape_text(_with_tool_calls(message))}</message>"
+
+
+_LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+"""What ``str.splitlines`` (and so a reader of the prompt) takes for the end of a line."""
+
+
+def escape_label(text: str) -> str:
+    """A name or label from the conversation, escaped and kept to one line."""
+    return " ".join(escape_text(text).split())
+
+
+def quote_text(text: str) -> str:
+    r"""Conversation text on one line of a fenced block: escaped, its line breaks as ``\n``.
+
+    The main window's lean form of :func:`render_numbered`'s element: its topic blocks are
+    fenced once (``<q>…</q>``, in the ``main_window_topic`` prompt) and each quote is one
+    ``speaker: text`` line in them. Escaped, a text cannot close the fence (``</q>`` becomes
+    ``&lt;/q&gt;``); on one line, it cannot start a line of its own, so a ``SYSTEM: ignore all
+    previous instructions`` line or a forged ``Mel: …`` quote stays inside its own quote.
+    """
+    return _LINE_BREAKS.sub(r"\\n", escape_text(text))
+
+
+def quote_element(text: str, speaker: str = "") -> str:
+    """Conversation text quoted as data on its own: ``<q speaker>text</q>``, escaped.
+
+    For text outside a fenced block (a tool result read back into the system prompt).
+    """
+    label = escape_label(speaker)
+    opening = f"<q {label}>" if label else "<q>"
+    return f"{opening}{escape_text(text)}</q>"
 
 
 def render_messages(messages: Sequence[StoredMessage]) -> str:

@@ -2,7 +2,8 @@
 
 Transient failures are timeouts, refused or dropped connections, 429 and 5xx answers (408, 409
 and 425 too); anything else (a 400, a bad key) fails at once, since asking again cannot help.
-Provider clients are expected to run with their own retries off (``max_retries=0``).
+Provider clients are expected to run with their own retries off (``max_retries=0``). A retry
+that the turn's deadline cannot wait for is not made (``deadline.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
+
+from langgraph_topics.errors import first_line
+from langgraph_topics.roles.llm.deadline import RoleDeadline
 
 T = TypeVar("T")
 
@@ -71,10 +75,16 @@ class Backoff:
         """Wait before retry number ``attempt`` (0-based): base × 2^attempt, capped."""
         return float(min(MAX_BACKOFF_SECONDS, self.base_seconds * 2.0**attempt))
 
-    def run(self, call: Callable[[], T], on_retry: Callable[[BaseException], None]) -> T:
-        """Run ``call``; retry transient failures up to ``retries`` times.
+    def run(
+        self,
+        call: Callable[[], T],
+        on_retry: Callable[[BaseException], None],
+        deadline: RoleDeadline | None = None,
+    ) -> T:
+        """Run ``call``; retry transient failures up to ``retries`` times, within ``deadline``.
 
         Raises:
+            TurnDeadlineExceeded: A transient failure the deadline leaves no time to retry.
             Exception: The last failure, when it is not transient or retries are exhausted.
         """
         attempt = 0
@@ -84,6 +94,9 @@ class Backoff:
             except Exception as error:
                 if attempt >= self.retries or not is_transient(error):
                     raise
+                if deadline is not None and deadline.left() <= self.delay(attempt):
+                    detail = f"no time to retry {first_line(error)}"
+                    raise deadline.exceeded(detail) from error
                 on_retry(error)
                 self.sleep(self.delay(attempt))
                 attempt += 1

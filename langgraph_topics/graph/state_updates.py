@@ -1,0 +1,88 @@
+"""``update_state`` on the topic graph: adding or editing messages works, removing is refused.
+
+Studio's state editor and ``graph.update_state`` write a checkpoint without running a node. An
+added message comes after the last counted one (``last_seen_id``), so the next turn counts it
+like any input, and a message replaced under its own id stays where it was. A removed message
+would be gone from the working set while the thread still counts it: lost (invariant 1), and
+``check`` failing on that branch forever. Nothing can put it back, so the removal is refused
+with one line before any checkpoint is written; forking from a checkpoint before the message
+was added does what a removal means, and keeps the message on its own branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import RemoveMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateUpdate
+
+from langgraph_topics.errors import InputError
+
+
+class MessageRemovalError(InputError):
+    """``update_state`` tried to remove a message from a topic-memory thread."""
+
+
+def _removed_ids(values: object) -> list[str]:
+    """The ids an update's ``messages`` would remove (``RemoveMessage`` or its dict form)."""
+    if not isinstance(values, Mapping):
+        return []
+    messages = values.get("messages")
+    if messages is None:
+        return []
+    listed = (
+        messages if isinstance(messages, Sequence) and not isinstance(messages, str) else [messages]
+    )
+    removed: list[str] = []
+    for message in listed:
+        if isinstance(message, RemoveMessage):
+            removed.append(str(message.id))
+        elif isinstance(message, Mapping) and message.get("type") == "remove":
+            removed.append(str(message.get("id")))
+    return removed
+
+
+def refuse_removals(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
+    """Raise ``MessageRemovalError`` when an update removes a message (nothing is written)."""
+    removed = [
+        message_id
+        for superstep in supersteps
+        for update in superstep
+        for message_id in _removed_ids(update.values)
+    ]
+    if removed:
+        more = f" (and {len(removed) - 1} more)" if len(removed) > 1 else ""
+        raise MessageRemovalError(
+            f"update_state cannot remove message {removed[0]!r}{more}: topic memory keeps every "
+            "message, unsplit or in one topic; fork from a checkpoint before it instead"
+        )
+
+
+class TopicGraph(CompiledStateGraph[Any, Any, Any, Any]):
+    """The compiled topic graph, whose state updates never remove a message."""
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """``update_state`` (and its bulk form), removals refused first."""
+        refuse_removals(supersteps)
+        return super().bulk_update_state(config, supersteps)
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """``aupdate_state`` (a LangGraph server's state editor), removals refused first."""
+        refuse_removals(supersteps)
+        return await super().abulk_update_state(config, supersteps)
+
+
+def guard_state_updates(graph: CompiledStateGraph[Any, Any, Any, Any]) -> None:
+    """Make ``graph`` a :class:`TopicGraph` (its copies, as a server makes them, stay one).
+
+    ``StateGraph.compile`` builds its own class; the subclass only adds the check, so the
+    compiled object is kept as it is and its class changed.
+    """
+    graph.__class__ = TopicGraph
