@@ -24,6 +24,7 @@ from langchain_core.messages import AnyMessage, BaseMessage
 
 from langgraph_topics.errors import InputError
 from langgraph_topics.importing.timestamps import normalize_timestamp, parse_timestamp
+from langgraph_topics.message_texts import text_problem
 from langgraph_topics.state.messages import TIMESTAMP_KEY, to_langchain, to_stored
 from langgraph_topics.state.records import StoredMessage
 
@@ -85,21 +86,13 @@ def _instant(value: object) -> object:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
-def _surrogate(text: str) -> str | None:
-    """Describe the first lone surrogate in ``text``, or None."""
-    for position, character in enumerate(text):
-        if "\ud800" <= character <= "\udfff":
-            return f"lone surrogate U+{ord(character):04X} at character {position}"
-    return None
-
-
 def _checked_text(key: str, value: object) -> str:
     """A field's value if it is storable text; else a ``ValueError`` naming the field."""
     if not isinstance(value, str):
         raise ValueError(f"{key} must be a string, not {type(value).__name__}")
-    problem = _surrogate(value)
+    problem = text_problem(value)
     if problem:
-        raise ValueError(f"{key} has a {problem} (not storable as UTF-8)")
+        raise ValueError(f"{key}: {problem}")
     return value
 
 
