@@ -1,4 +1,4 @@
-"""The numbered invariants (README: "Forks, crashes and `check`"), checked on a thread."""
+"""The numbered invariants (docs/forks-and-check.md), checked on a thread."""
 
 from __future__ import annotations
 

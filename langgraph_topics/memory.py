@@ -27,7 +27,7 @@ from langgraph_topics.checks import (
     lost_checkpoints,
     unknown_checkpoint,
 )
-from langgraph_topics.errors import InputError
+from langgraph_topics.errors import InputError, StoreError, ThreadBusyError
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.graph.review import build_review_graph
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
@@ -35,6 +35,7 @@ from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.review.clock import parse_now
 from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
+from langgraph_topics.review.schedule import parse_review_at, review_due
 from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
@@ -97,7 +98,7 @@ log = logging.getLogger(__name__)
 DURABILITY: Durability = "exit"
 """One checkpoint per turn, written when the turn ends. A crash mid-turn loses only that turn's
 unacknowledged input: store writes are seen only through the ranges a checkpoint records, so
-the topic files need no checkpoint of their own (README: "Forks, crashes and `check`")."""
+the topic files need no checkpoint of their own (docs/forks-and-check.md)."""
 KEEP_CHECKPOINTS = 100
 """Checkpoints kept per thread by default (Studio's history, forks, time travel)."""
 
@@ -433,7 +434,39 @@ class TopicMemory:
             and estimate.get("split")
         ):
             self._splits.submit(thread_id)  # after the reply: the user has it already
+        if result.get("turn_mode") == "chat" and checkpoint_id is None:
+            self._review_if_due(thread_id, result)
         return result
+
+    def _review_if_due(self, thread_id: str, values: Mapping[str, Any]) -> None:
+        """Review the thread when its daily review time passed since the last (``review_at``).
+
+        After the reply, as the split is: the turn's answer is already made. A review that
+        fails leaves the thread as the turn left it (its steps are checkpointed) and is tried
+        again by the next turn: it is logged, never the turn's error.
+        """
+        if self.settings.review_at is None:
+            return
+        last = values.get("review") or {}
+        topics = values.get("topics") or {}
+        if not review_due(
+            parse_review_at(self.settings.review_at),
+            self.services.clock(),
+            last.get("at"),
+            (t.get("created_at", "") for t in topics.values()),
+        ):
+            return
+        try:
+            record = self._run_review(thread_id, {"review_now": None})["review"]
+        except (ThreadBusyError, StoreError) as error:
+            log.warning("thread %s: the scheduled review did not run (%s)", thread_id, error)
+            return
+        log.info(
+            "thread %s: scheduled review: %d merged, %d archived",
+            thread_id,
+            len(record["merged"]),
+            len(record["archived"]),
+        )
 
     def _context(self, services: TopicServices | None = None) -> TopicContext:
         """The run context of this memory's turns (its services, its background splits)."""
@@ -856,8 +889,8 @@ class TopicMemory:
         """Review the thread's topics (seed 000 §4.8): refresh, merge, archive.
 
         Refreshes the briefs of topics touched since the last review, merges near-duplicate
-        topics and archives long-dormant topics and one-off questions (README: "Review,
-        archive and merge"). Holds the thread's writer lock; run twice, the second run
+        topics and archives long-dormant topics and one-off questions (``docs/review.md``).
+        Holds the thread's writer lock; run twice, the second run
         changes nothing.
 
         Args:
@@ -879,7 +912,7 @@ class TopicMemory:
         return cast(ReviewRecord, values["review"])
 
     def archive(self, thread_id: str, topic_id: str) -> str:
-        """Archive one topic now, as a review would file it (README: "Review, archive and merge").
+        """Archive one topic now, as a review would file it (docs/review.md).
 
         Returns:
             The topic's status afterwards (``archived``; archiving it again changes nothing).
@@ -1076,6 +1109,17 @@ class TopicMemory:
                     f"counted yet; the next turn on this branch counts them: {added[:5]}"
                 )
                 total += len(added)
+                edits = [i for i in added if i in located]
+                if edits:
+                    # Not a second copy: the next turn keeps each as a message of its own,
+                    # under a new id (``nodes/estimate``), the topic's copy unchanged.
+                    report.note(
+                        f"{len(edits)} of them reuse the id of a message a topic holds; the "
+                        f"next turn keeps each under a new id: {edits[:5]}"
+                    )
+                    working_ids = working_ids[:start] + [
+                        f"{i} (edit)" if i in located else i for i in added
+                    ]
         check_partition(report, working_ids, located, total)
         check_topic_files(report, audit, working_ids)
         if len(set(working_ids) | set(located)) < total:

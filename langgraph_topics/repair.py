@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from langgraph_topics.cli.pending_line import PREFIX, read_pending
-from langgraph_topics.errors import InputError, first_line
+from langgraph_topics.cli.pending_line import PREFIX, live_sessions, read_pending
+from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.retrieval.message_index import ENTRIES_FILE
 from langgraph_topics.services import thread_directory
 from langgraph_topics.state.messages import to_langchain
@@ -41,8 +41,10 @@ from langgraph_topics.stores.checkpoint_salvage import (
     salvage_thread_ids,
 )
 from langgraph_topics.stores.checkpointed_mark import MARK_FILE
+from langgraph_topics.stores.fd_locks import held_by_another
 from langgraph_topics.stores.topic_records import TOPICS_DIR, parse_time
 from langgraph_topics.stores.topic_store import JsonlTopicStore
+from langgraph_topics.thread_locks import WRITER_LOCK_FILE
 
 if TYPE_CHECKING:
     from langgraph_topics.memory import TopicMemory
@@ -232,6 +234,7 @@ def repair_data_dir(
             f"{data_dir}: nothing to repair (the checkpoint database is {state}); name a "
             "thread with --thread to rebuild it from its topic files and checkpoints"
         )
+    _refuse_threads_in_use(data_dir, wanted)
     gathered = [_gather(data_dir, database, thread_id) for thread_id in wanted]
     kept_in = _fresh_directory(data_dir)
     report = RepairReport(data_dir=data_dir, database=state, kept_in=kept_in)
@@ -261,6 +264,25 @@ def repair_data_dir(
     finally:
         memory.close()
     return report
+
+
+def _refuse_threads_in_use(data_dir: Path, thread_ids: Sequence[str]) -> None:
+    """Refuse, before anything moves, a thread a running ``chat`` or writer holds.
+
+    Repair sets the thread's files aside and writes new ones: a chat session still open on it
+    would go on writing the old files (its next line lost to the rebuilt thread). A session
+    holds its lock file for as long as it runs, and a writer the thread's writer lock.
+    """
+    for thread_id in thread_ids:
+        root = thread_directory(data_dir, thread_id)
+        holders = [*live_sessions(root)] if root.is_dir() else []
+        if held_by_another(root / WRITER_LOCK_FILE):
+            holders.append(root / WRITER_LOCK_FILE)
+        if holders:
+            raise ThreadBusyError(
+                f"thread {thread_id!r} is in use ({', '.join(str(p) for p in holders)} held by "
+                "a running chat or writer): stop it, then run repair again; nothing was changed"
+            )
 
 
 def _restore_pending(old_root: Path, root: Path) -> None:

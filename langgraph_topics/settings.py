@@ -13,6 +13,7 @@ from typing_extensions import TypedDict
 
 from langgraph_topics.errors import InputError
 from langgraph_topics.keywords.continuity import ContinuityRules
+from langgraph_topics.review.schedule import parse_review_at
 
 DATA_DIR_ENV = "LANGGRAPH_TOPICS_DATA_DIR"
 BUDGET_ENV = "LANGGRAPH_TOPICS_BUDGET"
@@ -37,6 +38,7 @@ WINDOW_SUMMARIES_ENV = "LANGGRAPH_TOPICS_TOPIC_WINDOW_SUMMARIES"
 CACHE_BREAKPOINTS_ENV = "LANGGRAPH_TOPICS_CACHE_BREAKPOINTS"
 MODEL_TIMEOUT_ENV = "LANGGRAPH_TOPICS_MODEL_TIMEOUT"
 TURN_DEADLINE_ENV = "LANGGRAPH_TOPICS_TURN_DEADLINE"
+REVIEW_AT_ENV = "LANGGRAPH_TOPICS_REVIEW_AT"
 DEFAULT_WINDOW_INPUT_TOKENS = 40_000
 """Cheap-model input of one turn's topic windows: about six calls of a full topic (4,000
 tokens, ``DEFAULT_SUBTOPIC_LIMIT_TOKENS``) read against an 8,000-token budget's working set."""
@@ -307,6 +309,11 @@ class Settings:
     )
     """The review archives a topic not activated for longer than this (seed 000 §4.8: dormant
     more than 7 days), whatever its last status. ``LANGGRAPH_TOPICS_ARCHIVE_AFTER_DAYS``."""
+    review_at: str | None = field(default_factory=lambda: _env_text(REVIEW_AT_ENV))
+    """A daily review time (``03:00``, UTC, or ``03:00+08:00``): the first chat turn after it
+    reviews the thread, after its reply (seed 000 §4.8, §16.3; ``review/schedule.py``). None:
+    reviews run only when asked (``TopicMemory.review``, ``langgraph-topics review``, a server
+    cron). The CLI's ``chat`` turns it on at 03:00 unless set. ``LANGGRAPH_TOPICS_REVIEW_AT``."""
     one_off_messages: int = 2
     """A topic of at most this many messages, one of them the user's, is a one-off question."""
     one_off_after_days: float = 1.0
@@ -420,6 +427,8 @@ class Settings:
     def __post_init__(self) -> None:
         if not 0 < self.split_trigger <= 1:
             raise ValueError(f"split_trigger must be in (0, 1], got {self.split_trigger}")
+        if self.review_at is not None:
+            parse_review_at(self.review_at, f"review_at ({REVIEW_AT_ENV})")
         if self.split_threshold not in ("budget70", "dynamic"):
             raise ValueError(
                 f"split_threshold must be 'budget70' or 'dynamic', got {self.split_threshold!r}"

@@ -1,7 +1,7 @@
 """Per-thread locks between processes, and the re-opening of stores another process changed.
 
-Two ``fcntl.flock`` locks per thread, on files in the thread's directory
-(``<data-dir>/threads/<thread-dir>/``):
+Two file locks per thread (``stores.file_lock``: ``filelock``'s, ``flock`` on POSIX), on files
+in the thread's directory (``<data-dir>/threads/<thread-dir>/``):
 
 ``.lock`` (the writer lock)
     Held by a writer for its whole operation (``chat``, a whole ``import_messages``), so two

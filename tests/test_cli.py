@@ -39,6 +39,17 @@ def test_demo_runs_offline_and_shows_the_lifecycle() -> None:
     assert "check  : all invariants hold" in out
 
 
+def test_demo_json_is_one_object_a_turn_then_the_check() -> None:
+    done = _run("demo", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    turns, last = records[:-1], records[-1]
+    assert [r["turn"] for r in turns] == list(range(1, len(turns) + 1)) and len(turns) > 30
+    assert all(r["reply"] and r["user"] for r in turns)
+    assert any(r["woken"] for r in turns) and any(r["events"] for r in turns)
+    assert last["check"]["ok"] and last["topics"]
+
+
 def test_import_context_topics_check(tmp_path: Path) -> None:
     data = ["--data-dir", str(tmp_path / "d"), "--thread", "bob"]
     records = subject_records(["stocks", "kyoto", "sourdough", "fitness", "stocks"])

@@ -154,9 +154,9 @@ def _closed_pipe_run(*args: str) -> subprocess.Popen[str]:
 
 
 def test_a_closed_pipe_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    topics = _closed_pipe_run("topics", "--data-dir", str(tmp_path / "empty"))  # a header
     data_dir = tmp_path / "d"
-    _import(capsys, data_dir, "bob", n=1)  # meanwhile: a transcript to print
+    _import(capsys, data_dir, "bob", n=1)  # a table and a transcript to print
+    topics = _closed_pipe_run("topics", "--data-dir", str(data_dir), "--thread", "bob")
     transcript = _closed_pipe_run("transcript", "--data-dir", str(data_dir), "--thread", "bob")
     for process in (topics, transcript):
         _, err = process.communicate(timeout=120)

@@ -1,4 +1,5 @@
-"""The offline demo's topics are ones a person recognises (issue 11, acceptance).
+"""The offline demo's topics are ones a person recognises (issue 11, acceptance), and its
+replies are ones a person accepts from a retrieval-only assistant (issue 35 item 2).
 
 The demo script is chatted through the native back ends at the demo's budget; each line of the
 script names its subject, so the test finds the topics by what they hold, never by id.
@@ -29,10 +30,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict[str, 
         data_dir=Path(tmp_path_factory.mktemp("demo")), budget_tokens=DEMO_BUDGET
     ) as memory:
         statuses: list[dict[str, str]] = []
+        replies: list[str] = []
+        windows: list[list[StoredMessage]] = []
         for line in script:
-            memory.chat("demo", line["text"])
-            topics_now = memory.state("demo").get("topics", {})
+            replies.append(memory.chat("demo", line["text"]))
+            now = memory.state("demo")
+            topics_now = now.get("topics", {})
             statuses.append({topic_id: t["status"] for topic_id, t in topics_now.items()})
+            windows.append(now["context"]["referenced_messages"])
         assert memory.check("demo").ok
         state = memory.state("demo")
         store = memory.services.branch_stores("demo", state).topic_store
@@ -49,6 +54,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict[str, 
         "where": where,
         "messages": messages,
         "statuses": statuses,
+        "replies": replies,
+        "windows": windows,
     }
 
 
@@ -148,3 +155,41 @@ def test_subject_labels_cover_the_script() -> None:
     for line in load_script():
         counts[line["subject"]] += 1
     assert set(counts) == {"stocks", "kyoto", "sourdough", "fitness", "rust"}
+
+
+_QUOTED = re.compile(r"“([^”]*)”|「([^」]*)」")
+
+
+def test_replies_quote_what_the_user_said_never_a_reply(demo: tuple) -> None:
+    _, found = demo
+    said = [line["text"] for line in found["script"]]
+    for turn, reply in enumerate(found["replies"], start=1):
+        quotes = [a or b for a, b in _QUOTED.findall(reply)]
+        for quote in quotes:
+            whole = quote in said
+            clipped = quote.endswith("…") and any(s.startswith(quote[:-1]) for s in said)
+            # A reply quoted inside a reply would show here as a quote holding a quote.
+            assert whole or clipped, f"turn {turn} quotes {quote!r}, which the user never said"
+        assert not any(q in reply for q in ("«", "««")), f"turn {turn}: {reply!r}"
+
+
+def test_no_nothing_yet_while_the_window_quotes_the_user(demo: tuple) -> None:
+    """Whenever a topic block quotes what the user said (a woken topic's messages included),
+    the memory found it relevant: the reply answers from it instead of having "nothing"."""
+    _, found = demo
+    for turn, (reply, window) in enumerate(zip(found["replies"], found["windows"], strict=True)):
+        said = [m for m in window if m["role"] == "user" and not is_small_talk(m["content"])]
+        if said:
+            assert "earlier context" not in reply and "还没有关于这个" not in reply, (
+                f"turn {turn + 1} has nothing to say while its window quotes {said[0]['content']!r}"
+            )
+
+
+def test_the_returns_are_answered_from_their_topic(demo: tuple) -> None:
+    _, found = demo
+    script, replies = found["script"], found["replies"]
+    for index in range(len(script) - 3, len(script)):  # fitness, sourdough, Kyoto again
+        subject = script[index]["subject"]
+        earlier = {line["text"] for line in script[:index] if line["subject"] == subject}
+        quotes = {a or b for a, b in _QUOTED.findall(replies[index])}
+        assert quotes & earlier, f"turn {index + 1} ({subject}) quotes none of its subject"

@@ -1,6 +1,6 @@
 """Kill the process at the write points of an import and of chat turns, then reopen and check.
 
-Invariants 1, 5 and 8 (README: "Forks, crashes and `check`") under ``SIGKILL``: a child process
+Invariants 1, 5 and 8 (docs/forks-and-check.md) under ``SIGKILL``: a child process
 (``fault_points.py``) wraps every durable append, directory fsync, topic-index upsert, checkpoint
 write and topic-catalog rewrite, runs a scenario once to count them, and then, for a sample of them,
 dies at one (before the write, after it, or after half of an append: a torn line). A fresh process

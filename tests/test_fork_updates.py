@@ -154,3 +154,20 @@ def test_leftovers_of_a_split_a_crash_cut_short_are_not_warned_about_on_every_co
         warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         assert not [w for w in warned if "stored in both" in w], warned
         caplog.clear()
+
+
+def test_update_state_reusing_the_id_of_a_split_message_keeps_invariant_1(
+    memory: TopicMemory,
+) -> None:
+    values = memory.state("t")
+    working = {m.id for m in values["messages"]}
+    split_id = next(m["id"] for m in memory.transcript("t") if m["id"] not in working)
+    update = {"messages": [HumanMessage("edited in Studio", id=split_id)]}
+    fork = memory.graph.update_state(_fork_config(memory), update)
+    fork_id = fork["configurable"]["checkpoint_id"]
+    _chat_on(memory, fork_id, "And what about the JR pass?")
+    for number in range(3):
+        memory.chat("t", f"Tell me more about the sourdough starter ({number})")
+    held = [m["id"] for m in memory.transcript("t")]
+    assert len(held) == len(set(held)) == memory.state("t")["total_messages"]
+    assert _every_checkpoint_checks(memory) >= 5

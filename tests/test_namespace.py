@@ -191,7 +191,7 @@ def test_a_200_kb_tool_result_is_a_reference_read_back_for_one_round(
     holder = store.locate("t-log")
     assert holder is not None and store.locate("a-log") == holder
     # The line sits in its topic's file, or in the file of the topic that topic was divided
-    # from (a division moves no message: README "Subtopics").
+    # from (a division moves no message: docs/subtopics.md).
     files = []
     topic: str | None = holder
     while topic is not None:

@@ -185,3 +185,20 @@ def test_repair_reads_every_checkpoint_outside_the_damaged_pages(
         assert "unreadable" in out or "gone" in out
     status, out, lines = cli(capsys, *command_args("check", data_dir))
     assert status == 0, (out, lines)
+
+
+def test_repair_refuses_a_thread_a_running_chat_holds(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_topics.cli.pending_line import ChatSession, pending_directory
+
+    topic_files(data_dir)[0].unlink()
+    with ChatSession(pending_directory(data_dir, THREAD)) as session:  # a chat still running
+        session.write("a line being answered")
+        session.clear()  # answered; the session goes on
+        status, out, lines = cli(capsys, "repair", *command_args("x", data_dir)[1:])
+    assert status == 3, (out, lines)
+    assert len(lines) == 1 and "in use" in lines[0] and "nothing was changed" in lines[0]
+    assert not list(data_dir.glob("repair-*"))  # nothing set aside
+    status, out, lines = cli(capsys, "repair", *command_args("x", data_dir)[1:])
+    assert status == 0, (out, lines)  # once the chat has ended

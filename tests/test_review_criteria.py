@@ -127,13 +127,13 @@ def test_both_signals_must_agree_and_only_childless_siblings_merge() -> None:
     assert merge_pairs(parent, {"t3": "t1"}, settings) == []  # t1 has a subtopic
 
 
-def test_the_default_thresholds_merge_the_kyoto_duplicate_and_no_distinct_subject(
-    roles: Roles, embedder: UseEmbedder
-) -> None:
-    """Calibration on the native briefs: what the defaults decide on real topics."""
-    settings = Settings()
-    subjects = {name: SUBJECTS[name] for name in ("stocks", "kyoto", "sourdough", "fitness")}
-    subjects["kyoto again"] = KYOTO_AGAIN
+def _native_profiles(
+    subjects: dict[str, list[tuple[str, str]]],
+    roles: Roles,
+    embedder: UseEmbedder,
+    settings: Settings,
+) -> list[TopicProfile]:
+    """Each subject as a topic the native brief writer briefed, profiled as the review does."""
     profiles = []
     for rank, (name, exchanges) in enumerate(subjects.items()):
         messages: list[StoredMessage] = [
@@ -146,6 +146,17 @@ def test_the_default_thresholds_merge_the_kyoto_duplicate_and_no_distinct_subjec
         vector = embedder.embed([profile_text(topic_name, brief)])[0]
         keywords = topic_keywords(messages, settings.merge_keywords)
         profiles.append(TopicProfile(name, None, keywords, vector, rank))
+    return profiles
+
+
+def test_the_default_thresholds_merge_the_kyoto_duplicate_and_no_distinct_subject(
+    roles: Roles, embedder: UseEmbedder
+) -> None:
+    """Calibration on the native briefs: what the defaults decide on real topics."""
+    settings = Settings()
+    subjects = {name: SUBJECTS[name] for name in ("stocks", "kyoto", "sourdough", "fitness")}
+    subjects["kyoto again"] = KYOTO_AGAIN
+    profiles = _native_profiles(subjects, roles, embedder, settings)
     pairs = merge_pairs(profiles, {}, settings)
     assert [(p.keep, p.retire) for p in pairs] == [("kyoto", "kyoto again")]
     for first, second in itertools.combinations(profiles, 2):
@@ -168,3 +179,79 @@ def test_the_review_graph_draws_every_step_and_branch() -> None:
         "review_request --> __end__;",
     ):
         assert edge in drawn
+
+
+CHEERS = [
+    ("Wow, Mel! That's amazing, thanks so much for sharing!", "Thanks Caroline! Glad you like it!"),
+    ("Haha, so cool, love it! Mel, you're awesome.", "Aww thanks Caroline, you're the best!"),
+    ("Wow, amazing! Thanks again, Mel!", "Thank you, Caroline! Talk soon!"),
+]
+"""Small talk both of the next two subjects are full of, as in LoCoMo's chats."""
+
+PAINTING = [
+    (
+        "Mel, I painted a sunset over the lake with acrylics last weekend.",
+        "The orange sky and "
+        "the reflections on the water sound lovely; acrylics dry fast, so blend quickly.",
+    ),
+    (
+        "Should I varnish the acrylic painting of the lake?",
+        "Yes, a gloss varnish protects acrylic paint and deepens the colours of the sunset.",
+    ),
+]
+POTTERY = [
+    (
+        "Mel, my pottery class made clay bowls on the wheel this week.",
+        "Centering the clay on the wheel is the hardest part; the bowls will shrink in the kiln.",
+    ),
+    (
+        "What glaze should I use for the clay bowls before firing?",
+        "A food-safe stoneware glaze, fired to cone 6 in the kiln, suits the bowls.",
+    ),
+]
+
+
+def test_topics_sharing_only_small_talk_and_names_never_merge(
+    roles: Roles, embedder: UseEmbedder
+) -> None:
+    settings = Settings()
+    subjects = {name: SUBJECTS[name] for name in ("stocks", "kyoto", "sourdough")}
+    subjects["painting"] = CHEERS + PAINTING + CHEERS
+    subjects["pottery"] = CHEERS + POTTERY + CHEERS
+    subjects["kyoto again"] = KYOTO_AGAIN
+    profiles = _native_profiles(subjects, roles, embedder, settings)
+    for made in profiles:
+        assert not made.keywords & {"wow", "amazing", "thanks", "cool", "awesome"}
+    pairs = merge_pairs(profiles, {}, settings)
+    assert [(p.keep, p.retire) for p in pairs] == [("kyoto", "kyoto again")]
+
+
+def test_profile_text_and_keywords_leave_small_talk_out(embedder: UseEmbedder) -> None:
+    cheers = "Wow, Mel! That is amazing, thanks so much! Haha, so cool. Aww, you are the best!"
+    painting = ("Mel", f"{cheers} I painted a sunset over the lake. {cheers}")
+    pottery = ("Mel", f"{cheers} My pottery class made clay bowls. {cheers}")
+    assert "wow" not in profile_text(*painting).lower()
+    assert "sunset" in profile_text(*painting)
+
+    def similarity(texts: list[str]) -> float:
+        first, second = embedder.embed(texts)
+        return sum(a * b for a, b in zip(first, second, strict=True))
+
+    as_written = similarity([f"{name}\n{brief}" for name, brief in (painting, pottery)])
+    compared = similarity([profile_text(*painting), profile_text(*pottery)])
+    assert compared < as_written - 0.1 and compared < Settings().merge_similarity
+    messages: list[StoredMessage] = [
+        {"id": "a", "role": "user", "content": "Wow, amazing, thanks!"},  # type: ignore[typeddict-item]
+        {"id": "b", "role": "user", "content": "Gion ryokan in Kyoto, thanks so much"},  # type: ignore[typeddict-item]
+    ]
+    assert topic_keywords(messages, 12) >= {"gion", "ryokan", "kyoto"}
+    assert not topic_keywords(messages, 12) & {"wow", "amazing", "thanks"}
+
+
+def test_keywords_most_topics_share_are_no_shared_subject() -> None:
+    settings = Settings()
+    same = [1.0, 0.0]
+    names = {"mel", "caroline", "counseling"}
+    profiles = [profile("t1", same, names | {"sunset"}), profile("t2", same, names | {"clay"})]
+    profiles += [profile(f"t{n}", [0.0, 1.0], names | {f"w{n}"}) for n in range(3, 6)]
+    assert merge_pairs(profiles, {}, settings) == []  # only words most topics have

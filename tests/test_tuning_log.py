@@ -29,3 +29,21 @@ def test_a_log_that_cannot_be_written_fails_no_turn(
     (tmp_path / "file").write_text("", "utf-8")
     append_line(tmp_path / "file" / "tuning.jsonl", {"turn": 1})  # its directory is a file
     assert "could not append to the tuning log" in caplog.text
+
+
+def test_a_long_log_is_compressed_aside_and_read_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import langgraph_topics.tuning.log as tuning
+
+    monkeypatch.setattr(tuning, "ROTATE_BYTES", 2_000)
+    path = tmp_path / "tuning.jsonl"
+    lines = [{"turn": n, "detail": "x" * 100} for n in range(60)]
+    for line in lines:
+        append_line(path, line)
+    parts = sorted(tmp_path.glob("tuning-*.jsonl.zst"))
+    assert len(parts) >= 2 and path.stat().st_size < 2_000
+    assert sum(p.stat().st_size for p in parts) < 60 * 110 / 4  # compressed
+    assert read_tuning_log(path, rotated=True) == lines  # nothing lost, in order
+    assert read_tuning_log(path) == lines[-len(read_tuning_log(path)) :]
+    assert not list(tmp_path.glob("*.rotating"))

@@ -1,4 +1,4 @@
-"""The ``bench`` subcommand: recall, overhead, search, embedders, fanout, topics, load, cost."""
+"""The ``bench`` subcommands: recall, overhead, search, fanout, topics, load, cost, soak."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def _shared(parser: argparse.ArgumentParser) -> None:
 def add_bench_parser(commands: Any) -> None:
     """Register ``bench`` and its sub-subcommands on the CLI's subparsers."""
     bench = commands.add_parser(
-        "bench", help="benchmarks: recall, overhead, search, fanout, topics, agent, server-load"
+        "bench",
+        help="benchmarks: recall, overhead, search, fanout, topics, agent, server-load, soak",
     )
     kinds = bench.add_subparsers(dest="bench", required=True)
 
@@ -207,6 +208,27 @@ def add_bench_parser(commands: Any) -> None:
     )
     _shared(cost)
 
+    soak = kinds.add_parser(
+        "soak", help="many native chat turns on one thread: RSS, median turn, disk per message"
+    )
+    soak.add_argument("--turns", type=int, default=10_000, help="user turns (default 10000)")
+    soak.add_argument(
+        "--reference",
+        type=int,
+        default=1000,
+        help="the turn the last is compared with (default 1000; at most half of --turns)",
+    )
+    soak.add_argument("--window", type=int, default=100, help="turns per median (default 100)")
+    soak.add_argument("--seed", type=int, default=0, help="seed of the user lines")
+    soak.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep the thread in this new directory (default: a temporary one, deleted)",
+    )
+    _shared(soak)
+
 
 def _sizes(text: str) -> list[int]:
     from langgraph_topics.bench.cost import parse_size
@@ -287,6 +309,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return _topics(args)
     if args.bench == "cost":
         return _cost(args)
+    if args.bench == "soak":
+        return _soak(args)
     from langgraph_topics.bench.fanout import fanout_table, run_fanout
 
     report = run_fanout(
@@ -385,6 +409,28 @@ def _cost(args: argparse.Namespace) -> int:
     _emit(args, report, cost_table(report))
     _stderr(f"wrote {path} in {report['seconds']} s")
     return 0
+
+
+def _soak(args: argparse.Namespace) -> int:
+    from langgraph_topics.bench.soak import SoakConfig, run_soak, soak_table
+
+    if args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):
+        raise SystemExit(f"--data-dir must be a new or empty directory: {args.data_dir}")
+    try:
+        config = SoakConfig(
+            turns=args.turns,
+            reference=args.reference,
+            window=args.window,
+            seed=args.seed,
+            data_dir=args.data_dir,
+        )
+    except ValueError as error:
+        raise SystemExit(f"bench soak: {error}") from None
+    report = run_soak(config, _stderr)
+    path = _write(args.out, "soak.json", report)
+    _emit(args, report, soak_table(report))
+    _stderr(f"wrote {path}")
+    return 0 if report["check_ok"] else 1
 
 
 def _server_load(args: argparse.Namespace) -> int:

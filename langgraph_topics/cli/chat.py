@@ -1,5 +1,9 @@
 """``langgraph-topics chat``: a REPL on a terminal, one answer per line on a pipe.
 
+With ``--json`` each answer is one JSON object a line (``{"id", "text", "reply"}``, plus
+``"recovered": true`` for the saved answer of a line a dead session left), and the banner and
+prompt go to standard error, so standard output is JSON lines only.
+
 Each line is recorded as pending (``pending_line``) before the memory sees it, with the message
 id it is sent with, and forgotten once its answer is printed, so a line whose process died is
 answered or reported on the next start (by that id: a line typed twice is two lines).
@@ -8,6 +12,7 @@ answered or reported on the next start (by that id: a line typed twice is two li
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,7 @@ from langgraph_topics.cli.pending_line import (
     legacy_line,
     pending_directory,
 )
-from langgraph_topics.cli.tables import clip
+from langgraph_topics.cli.tables import clip, print_json_line
 from langgraph_topics.errors import InputError, ThreadBusyError
 from langgraph_topics.state.messages import text_of
 
@@ -57,6 +62,27 @@ def _notice(text: str) -> None:
     print(f"langgraph-topics: {text}", file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class Replies:
+    """Where the answers go: plain text, or one JSON object a line (``--json``)."""
+
+    as_json: bool = False
+
+    def show(self, entry: PendingLine, reply: str, *, recovered: bool = False) -> None:
+        """Print the answer to ``entry`` (the line it answers, by its message id, in JSON)."""
+        if not self.as_json:
+            print(reply, flush=True)
+            return
+        shown: dict[str, Any] = {"id": entry.message_id, "text": entry.text, "reply": reply}
+        if recovered:
+            shown["recovered"] = True
+        print_json_line(shown)
+
+    def chrome(self, text: str, *, end: str = "\n") -> None:
+        """The banner or the prompt: standard error under ``--json``, else standard output."""
+        print(text, end=end, file=sys.stderr if self.as_json else sys.stdout, flush=True)
+
+
 def _reply(result: dict[str, Any]) -> str:
     last = result["messages"][-1]
     return text_of(last) if isinstance(last, AIMessage) else ""
@@ -67,6 +93,7 @@ def _answer(
     thread_id: str,
     session: ChatSession,
     text: str,
+    replies: Replies,
     *,
     asked: bool = False,
     taken_over: Abandoned | None = None,
@@ -78,6 +105,7 @@ def _answer(
         thread_id: The thread.
         session: This process's session (where the line is kept pending).
         text: The line.
+        replies: Where the answer is printed.
         asked: The thread already ends with this line (a turn that stopped half-way), so the
             turn is finished (or, when nothing is left to finish, run again on the state as it
             is) instead of adding the line a second time.
@@ -96,7 +124,7 @@ def _answer(
         if taken_over is None:  # a typed line refused before anything was written
             session.clear()
         raise  # a recovered line stays pending: the next start tries it again
-    print(reply, flush=True)
+    replies.show(entry, reply)
     session.clear()
 
 
@@ -109,7 +137,7 @@ def _send(memory: Any, thread_id: str, entry: PendingLine) -> str:
     return _reply(memory.run_turn(thread_id, {"messages": [message], "mode": "chat"}))
 
 
-def _settle_pending(memory: Any, thread_id: str, session: ChatSession) -> None:
+def _settle_pending(memory: Any, thread_id: str, session: ChatSession, replies: Replies) -> None:
     """Answer or report every line a dead ``chat`` session of the thread left."""
     directory = session.directory
     if not directory.is_dir():
@@ -134,10 +162,12 @@ def _settle_pending(memory: Any, thread_id: str, session: ChatSession) -> None:
                 line.forget()
                 continue
             settled.add(line.entry.message_id)
-            _settle_one(memory, thread_id, session, line)
+            _settle_one(memory, thread_id, session, line, replies)
 
 
-def _settle_one(memory: Any, thread_id: str, session: ChatSession, line: Abandoned) -> None:
+def _settle_one(
+    memory: Any, thread_id: str, session: ChatSession, line: Abandoned, replies: Replies
+) -> None:
     def held(message_id: str) -> bool:
         return bool(memory.held_ids(thread_id, [message_id]))
 
@@ -145,7 +175,7 @@ def _settle_one(memory: Any, thread_id: str, session: ChatSession, line: Abandon
     shown = clip(line.entry.text, 60)
     if found.outcome == "answered":
         _notice(f"recovered: the answer to {shown!r} (the last chat stopped before showing it)")
-        print(found.answer, flush=True)
+        replies.show(line.entry, found.answer or "", recovered=True)
         line.forget()
     elif found.outcome == "followed":
         _notice(
@@ -162,13 +192,16 @@ def _settle_one(memory: Any, thread_id: str, session: ChatSession, line: Abandon
             thread_id,
             session,
             line.entry.text,
+            replies,
             asked=found.outcome == "asked",
             taken_over=line,
         )
 
 
-def run_chat(memory: Any, thread_id: str, data_dir: Path) -> int:
+def run_chat(memory: Any, thread_id: str, data_dir: Path, *, as_json: bool = False) -> int:
     """Chat on standard input until it ends (or ``/quit`` on a terminal); returns 0.
+
+    ``as_json``: each answer as one JSON object a line (see the module docstring).
 
     Raises:
         LostCheckpointsError: The thread's topic files hold messages its checkpoints do not
@@ -178,14 +211,15 @@ def run_chat(memory: Any, thread_id: str, data_dir: Path) -> int:
     """
     memory.require_checkpoints(thread_id)
     interactive = sys.stdin.isatty()
+    replies = Replies(as_json)
     if interactive:
-        print(welcome(thread_id, data_dir, memory.settings), flush=True)
+        replies.chrome(welcome(thread_id, data_dir, memory.settings))
     lines = InputLines(sys.stdin)
     with ChatSession(pending_directory(data_dir, thread_id)) as session:
-        _settle_pending(memory, thread_id, session)
+        _settle_pending(memory, thread_id, session, replies)
         while True:
             if interactive:
-                print("> ", end="", flush=True)
+                replies.chrome("> ", end="")
             try:
                 line = lines.readline()
             except InputError as error:
@@ -200,5 +234,5 @@ def run_chat(memory: Any, thread_id: str, data_dir: Path) -> int:
                 continue
             if interactive and text in QUIT_WORDS:
                 break
-            _answer(memory, thread_id, session, text)
+            _answer(memory, thread_id, session, text, replies)
     return 0

@@ -14,15 +14,27 @@ examples:
   langgraph-topics topics --thread bob --map map.png
   langgraph-topics check --thread bob
   langgraph-topics review --thread bob         # merge duplicates, archive dormant topics
+  langgraph-topics threads                     # the threads of the data directory
 
 Data lives in --data-dir (default ./.langgraph_topics; demo uses a scratch directory unless
 given one); --budget is remembered per data directory. With no model configured every role runs
 on the offline native back end; set LANGGRAPH_TOPICS_STRONG_MODEL and
 LANGGRAPH_TOPICS_CHEAP_MODEL (e.g. openai:gpt-4o, openai:gpt-4o-mini) to use models.
 
+--json prints a command's result as JSON (chat: one object a line per answer). Commands that
+read or amend a thread refuse one the data directory does not hold (threads lists them).
+
 exit status: 0 done, 1 check found a broken invariant, 2 a usage or input error (one line on
 standard error, nothing written), 3 the thread is busy (another writer), 130 interrupted.
 Run "langgraph-topics COMMAND --help" for a command's options and examples.
+""",
+    f"{PROG} threads": """
+examples:
+  langgraph-topics threads
+  langgraph-topics threads --data-dir demo-data --json
+
+Lists each thread of the data directory: its id, the messages it holds, its topics (and how many
+are active) and when it was last written (its newest checkpoint, UTC). Nothing is written.
 """,
     f"{PROG} demo": """
 examples:

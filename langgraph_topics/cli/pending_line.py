@@ -26,13 +26,13 @@ The next ``chat`` of the thread settles every line a dead session left (``abando
   says so and the line is answered now, with the same message id.
 
 A session's own lines, and those of sessions still running (another terminal on the same
-thread), are left alone. One session's file cannot overwrite another's line. POSIX only, like
-the thread locks (``stores/file_lock``).
+thread), are left alone. One session's file cannot overwrite another's line. The locks are
+``filelock``'s descriptor locks (``stores.fd_locks``); renaming a locked file into place and
+removing a dead session's files while holding them need POSIX files (Windows refuses both).
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import uuid
@@ -49,6 +49,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph_topics.services import thread_directory
 from langgraph_topics.state.messages import text_of
 from langgraph_topics.stores.durable import fsync_directory, replace_durably
+from langgraph_topics.stores.fd_locks import held_by_another, try_lock, unlock
 
 PREFIX = "pending-chat-"
 LEGACY_FILE = "pending-chat-line.json"
@@ -103,19 +104,19 @@ def _try_lock(path: Path) -> int | None:
     except FileNotFoundError:
         return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
+        taken = try_lock(fd)
     except BaseException:
         os.close(fd)
         raise
+    if not taken:
+        os.close(fd)
+        return None
     return fd
 
 
 def _unlock(fd: int) -> None:
     try:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+        unlock(fd)
     finally:
         os.close(fd)
 
@@ -153,7 +154,8 @@ class ChatSession:
         making = self.lock_path.with_name(self.lock_path.name + _LOCKING)
         fd = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: no one else holds it
+            if not try_lock(fd):  # a new file: no one else holds it
+                raise OSError(f"{making}: a new lock file is locked by another process")
             os.replace(making, self.lock_path)
         except BaseException:
             making.unlink(missing_ok=True)
@@ -219,6 +221,11 @@ def _remove(path: Path, lock_path: Path) -> None:
     path.unlink(missing_ok=True)
     lock_path.unlink(missing_ok=True)
     fsync_directory(path.parent)
+
+
+def live_sessions(directory: Path) -> list[Path]:
+    """The lock files of the thread's ``chat`` sessions still running (their lock is held)."""
+    return [p for p in sorted(directory.glob(f"{PREFIX}*.lock")) if held_by_another(p)]
 
 
 @contextmanager

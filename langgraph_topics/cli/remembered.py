@@ -47,8 +47,11 @@ def parse_budget(text: str) -> int:
     return value
 
 
-def remembered_budget(data_dir: Path, given: int | None) -> int | None:
+def remembered_budget(data_dir: Path, given: int | None, *, store: bool = True) -> int | None:
     """Store ``given`` as the data directory's budget, or read the stored one (None: none).
+
+    ``store=False`` checks the file without writing it: a command refused afterwards (an
+    unknown thread) leaves the data directory as it was.
 
     Raises:
         InputError: ``cli.json`` is unreadable or holds no usable budget (naming the file).
@@ -57,6 +60,8 @@ def remembered_budget(data_dir: Path, given: int | None) -> int | None:
     if path.exists() and not path.is_file():
         raise InputError(f"{path}: not a file; delete it, or pass another --data-dir")
     if given is not None:
+        if not store:
+            return given
         path.parent.mkdir(parents=True, exist_ok=True)
         # Never a half-written file for the next command.
         replace_durably(path, json.dumps({"budget": given}).encode("utf-8"))

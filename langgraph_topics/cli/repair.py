@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from langgraph_topics.cli.existing_data import require_data_dir
-from langgraph_topics.repair import repair_data_dir, repair_summary
 
 SUMMARY = "rebuild threads whose checkpoint database or topic files were damaged or lost"
 
@@ -33,6 +32,8 @@ def add_repair_parser(
 
 def run_repair(args: argparse.Namespace, open_memory: Callable[[argparse.Namespace], Any]) -> int:
     """Run ``repair`` and print what was recovered and what is gone."""
+    from langgraph_topics.repair import repair_data_dir, repair_summary
+
     require_data_dir(args.data_dir)
     threads = [args.thread] if args.thread is not None else []
     report = repair_data_dir(args.data_dir, lambda: open_memory(args), threads)

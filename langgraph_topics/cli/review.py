@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import Any
 
-from langgraph_topics.cli.existing_data import require_data_dir
-from langgraph_topics.cli.tables import clip, render_table
+from langgraph_topics.cli.tables import clip, print_json, render_table
 
 REVIEW_COMMANDS = ("review", "archive", "restore", "archived")
 
@@ -32,6 +30,11 @@ def add_review_parsers(commands: Any, common: Callable[[argparse.ArgumentParser]
         described = summary[:1].upper() + summary[1:] + "."
         action = commands.add_parser(name, help=summary, description=described)
         action.add_argument("topic_id", metavar="TOPIC_ID", help="the topic's id (see topics)")
+        action.add_argument(
+            "--json",
+            action="store_true",
+            help="print what was done as JSON (thread, topic, action, status afterwards)",
+        )
         common(action)
     archived = commands.add_parser(
         "archived",
@@ -43,10 +46,14 @@ def add_review_parsers(commands: Any, common: Callable[[argparse.ArgumentParser]
     common(archived)
 
 
-def run_review_command(args: argparse.Namespace, memory_of: Callable[[Any], Any]) -> int:
-    """Run one of :data:`REVIEW_COMMANDS`; errors are ``InputError`` lines (exit status 2)."""
-    require_data_dir(args.data_dir)
-    memory = memory_of(args)
+def run_review_command(args: argparse.Namespace) -> int:
+    """Run one of :data:`REVIEW_COMMANDS`; errors are ``InputError`` lines (exit status 2).
+
+    A thread the data directory does not hold is refused before anything is opened.
+    """
+    from langgraph_topics.cli.opening import open_existing
+
+    memory = open_existing(args)
     if args.command == "review":
         return _print_review(memory.review(args.thread, now=args.now), args)
     if args.command == "archived":
@@ -55,13 +62,17 @@ def run_review_command(args: argparse.Namespace, memory_of: Callable[[Any], Any]
         status = memory.archive(args.thread, args.topic_id)
     else:
         status = memory.restore(args.thread, args.topic_id)
+    if args.json:
+        done = {"thread": args.thread, "topic_id": args.topic_id, "action": args.command}
+        print_json({**done, "status": status})
+        return 0
     print(f"{args.topic_id}: {status}")
     return 0
 
 
 def _print_review(record: Any, args: argparse.Namespace) -> int:
     if args.json:
-        print(json.dumps(record, ensure_ascii=False, indent=2))
+        print_json(record)
         return 0
     print(f"review of thread {args.thread!r} as of {record['at']}")
     for merge in record["merged"]:
@@ -81,7 +92,7 @@ def _print_review(record: Any, args: argparse.Namespace) -> int:
 
 def _print_archived(entries: list[Any], args: argparse.Namespace) -> int:
     if args.json:
-        print(json.dumps(entries, ensure_ascii=False, indent=2))
+        print_json(entries)
         return 0
     rows = [
         [e["month"], e["topic_id"], e["message_count"], clip(e["reason"], 30), clip(e["name"], 40)]

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from langgraph_topics.cli.existing_data import require_data_dir
+from langgraph_topics.cli.tables import print_json
 
 SIGNAL_COMMANDS = ("pin", "unpin", "rate")
 
@@ -19,11 +19,13 @@ def add_signal_parsers(commands: Any, common: Callable[[argparse.ArgumentParser]
         description="Pin a topic: a user signal that raises its memory score.",
     )
     pin.add_argument("topic_id", metavar="TOPIC_ID", help="the topic (see the topics command)")
+    _json_option(pin)
     common(pin)
     unpin = commands.add_parser(
         "unpin", help="take a topic's pin away", description="Take a topic's pin away."
     )
     unpin.add_argument("topic_id", metavar="TOPIC_ID", help="the topic (see the topics command)")
+    _json_option(unpin)
     common(unpin)
     rate = commands.add_parser(
         "rate",
@@ -32,22 +34,44 @@ def add_signal_parsers(commands: Any, common: Callable[[argparse.ArgumentParser]
     )
     rate.add_argument("topic_id", metavar="TOPIC_ID", help="the topic (see the topics command)")
     rate.add_argument("rating", metavar="N", help="a whole number from 1 to 5, or 0 to clear")
+    _json_option(rate)
     common(rate)
 
 
-def run_signal(args: argparse.Namespace, open_memory: Callable[[argparse.Namespace], Any]) -> int:
-    """Run ``pin``, ``unpin`` or ``rate``; errors are ``InputError`` lines (exit status 2)."""
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print what was done as JSON (thread, topic, action, memory score, tier)",
+    )
+
+
+def run_signal(args: argparse.Namespace) -> int:
+    """Run ``pin``, ``unpin`` or ``rate``; errors are ``InputError`` lines (exit status 2).
+
+    A thread the data directory does not hold is refused before anything is opened.
+    """
+    from langgraph_topics.cli.opening import open_existing
     from langgraph_topics.scoring import check_rating
 
     rating = check_rating(args.rating) if args.command == "rate" else None  # before opening
-    require_data_dir(args.data_dir)
-    memory = open_memory(args)
+    memory = open_existing(args)
     if args.command == "pin":
         scored, done = memory.pin(args.thread, args.topic_id), "pinned"
     elif args.command == "unpin":
         scored, done = memory.unpin(args.thread, args.topic_id), "unpinned"
     else:
-        scored = memory.rate(args.thread, args.topic_id, rating)
+        scored = memory.rate(args.thread, args.topic_id, rating or 0)
         done = f"rated {rating}" if rating else "rating cleared for"
+    if args.json:
+        shown: dict[str, object] = {
+            "thread": args.thread,
+            "topic_id": args.topic_id,
+            "action": args.command,
+        }
+        if args.command == "rate":
+            shown["rating"] = rating
+        print_json({**shown, "memory_score": scored.score, "tier": scored.tier})
+        return 0
     print(f"{done} {args.topic_id}: memory score {scored.score:.2f}, tier {scored.tier}")
     return 0

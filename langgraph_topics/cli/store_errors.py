@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from langgraph_topics.cli.known_threads import CHECKPOINT_DATABASE
 from langgraph_topics.errors import StoreError
-from langgraph_topics.migration.threads import CHECKPOINT_DATABASE
 from langgraph_topics.stores.store_faults import (
     checkpoint_fault,
     file_fault,

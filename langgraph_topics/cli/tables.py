@@ -1,7 +1,8 @@
-"""Human-readable tables for the CLI (``--json`` prints the raw objects instead)."""
+"""Human-readable tables for the CLI, and the JSON it prints instead under ``--json``."""
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Sequence
 
@@ -35,3 +36,13 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(
         [line(cells[0]), line(["-" * w for w in widths]), *(line(r) for r in cells[1:])]
     ).rstrip()
+
+
+def print_json(value: object) -> None:
+    """Print a command's ``--json`` result: indented, non-ASCII text as it is."""
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def print_json_line(record: object) -> None:
+    """One JSON object on its own line, flushed: a script reads a running command's lines."""
+    print(json.dumps(record, ensure_ascii=False), flush=True)

@@ -7,13 +7,14 @@ are quick enough to call from a workflow engine after every step.
 from __future__ import annotations
 
 import argparse
-import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langgraph_topics.cli.tables import clip, render_table
+from langgraph_topics.cli.tables import clip, print_json, render_table
 from langgraph_topics.errors import InputError
+from langgraph_topics.settings import STORE_ENV
 from langgraph_topics.workflow.active_path import active_path
 from langgraph_topics.workflow.protocol import WorkflowUnavailable
 from langgraph_topics.workflow.records import NODE_STATUSES, WorkflowDag
@@ -33,16 +34,21 @@ def add_workflow_parser(commands: Any, common: Callable[[argparse.ArgumentParser
         "set", help="give the thread a workflow from a JSON file (checked before it is written)"
     )
     setter.add_argument("file", type=Path, help="the DAG as a JSON object")
+    setter.add_argument(
+        "--json", action="store_true", help="print what was set as JSON (the workflow included)"
+    )
     common(setter)
     node = actions.add_parser("node", help="change a step's status and/or output summary")
     node.add_argument("node_id", metavar="ID", help="the step's id")
     node.add_argument("--status", choices=NODE_STATUSES, help="the step's new status")
     node.add_argument("--summary", help="the step's output summary (what it produced)")
+    node.add_argument("--json", action="store_true", help="print the changed step as JSON")
     common(node)
     show = actions.add_parser("show", help="print the workflow (every step) and its active path")
     show.add_argument("--json", action="store_true", help="print the DAG and active path as JSON")
     common(show)
     clear = actions.add_parser("clear", help="take the thread's workflow away")
+    clear.add_argument("--json", action="store_true", help="print whether one was cleared as JSON")
     common(clear)
 
 
@@ -53,6 +59,9 @@ def run_workflow(args: argparse.Namespace, check_data_dir: Callable[[Any], None]
     if args.workflow_action == "set":
         dag = read_dag_file(args.file)
         stored.save(dag)
+        if args.json:
+            print_json({"thread": args.thread, "action": "set", "workflow": dag})
+            return 0
         print(f"workflow {dag['id']!r} set for thread {args.thread!r}: {len(dag['nodes'])} steps")
         return 0
     if args.workflow_action == "node":
@@ -62,17 +71,42 @@ def run_workflow(args: argparse.Namespace, check_data_dir: Callable[[Any], None]
             raise InputError(f"thread {args.thread!r}: no workflow is set (workflow set FILE)")
         dag = stored.update_node(args.node_id, status=args.status, summary=args.summary)
         changed = next(n for n in dag["nodes"] if n["id"] == args.node_id)
+        if args.json:
+            print_json(
+                {"thread": args.thread, "action": "node", "workflow": dag["id"], "step": changed}
+            )
+            return 0
         print(f"step {changed['id']!r}: {changed['status']}")
         return 0
     if args.workflow_action == "clear":
         gone = stored.clear()
+        if args.json:
+            print_json({"thread": args.thread, "action": "clear", "cleared": gone})
+            return 0
         print(f"workflow of thread {args.thread!r} " + ("cleared" if gone else "was not set"))
         return 0
     return _show(stored, args)
 
 
+def _require_thread(args: argparse.Namespace) -> None:
+    """Refuse ``show`` on a thread the data directory does not hold (a mistyped ``--thread``).
+
+    A thread with a workflow set and no message yet is known by its workflow file.
+    """
+    from langgraph_topics.cli.existing_data import require_data_dir
+    from langgraph_topics.cli.known_threads import thread_on_disk
+    from langgraph_topics.cli.opening import unknown_thread
+
+    if os.environ.get(STORE_ENV, "").strip().lower() == "postgres":
+        return  # the threads are in the database; the workflow file is all there is here
+    require_data_dir(args.data_dir)
+    if thread_on_disk(args.data_dir, args.thread) is False:
+        raise unknown_thread(args.thread, str(args.data_dir), args.data_dir)
+
+
 def _show(stored: StoredWorkflow, args: argparse.Namespace) -> int:
     if not stored.exists():
+        _require_thread(args)
         if args.json:
             print("null")
         else:
@@ -84,7 +118,7 @@ def _show(stored: StoredWorkflow, args: argparse.Namespace) -> int:
         raise InputError(str(error)) from None
     active = active_path(dag)
     if args.json:
-        print(json.dumps({"workflow": dag, "active_path": active}, ensure_ascii=False, indent=2))
+        print_json({"workflow": dag, "active_path": active})
         return 0
     print(_headline(dag, active["current"]))
     on_path = {n["id"] for n in [*active["path"], *active["successors"]]}

@@ -1,7 +1,7 @@
 """The graphs that ``langgraph.json`` exports to LangGraph Studio and the LangGraph Server.
 
-``topic_memory`` is the chat graph; ``topic_review`` reviews one of its threads (README:
-"Review, archive and merge"): run it on the thread, and the thread's next state shows it.
+``topic_memory`` is the chat graph; ``topic_review`` reviews one of its threads
+(``docs/review.md``): run it on the thread, and the thread's next state shows it.
 
 It is compiled without a checkpointer or a store because the server brings both: its
 checkpointer keeps the working set, its platform store (``runtime.store``) the topics

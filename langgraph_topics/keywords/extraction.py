@@ -84,7 +84,8 @@ def extract_keywords(text: str) -> list[str]:
     return list(_keywords_of(text))
 
 
-@lru_cache(maxsize=65_536)
+# About 1 KB an entry: 8,192 cover the topics a split touches; 65,536 grew with a long thread.
+@lru_cache(maxsize=8192)
 def _keywords_of(text: str) -> tuple[str, ...]:
     # Every split re-reads the messages of the topics it touches (names, briefs): the same
     # texts, again and again as a topic grows, so their keywords are remembered.

@@ -135,7 +135,9 @@ def name_phrase(
     return _phrase(clause, position, texts_of)
 
 
-@lru_cache(maxsize=16_384)
+# 5 to 15 KB an entry, and a name is derived once per new topic: a few splits' worth is kept
+# (16,384 entries grew by the message over a long thread, issue 41 item 7).
+@lru_cache(maxsize=1024)
 def _clauses(text: str, excluded: frozenset[str]) -> tuple[tuple[_Word, ...], ...]:
     # Cached: a topic's brief is rewritten, and its name looked for, after every split.
     clauses: list[tuple[_Word, ...]] = []

@@ -29,7 +29,7 @@ def _jieba() -> Any:
         return _tokenizer
 
 
-@lru_cache(maxsize=65_536)
+@lru_cache(maxsize=16_384)
 def chinese_words(run: str) -> tuple[str, ...]:
     """Return the words of a run of Chinese text, in order (``股票基本面`` → ``股票``, ``基本面``).
 

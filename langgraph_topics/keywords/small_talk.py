@@ -91,3 +91,25 @@ def _halves(word: str) -> list[str]:
     if len(word) < 4:
         return [word]
     return [word[:2], word[2:]]
+
+
+def is_filler_word(word: str) -> bool:
+    """Whether one keyword is small talk or a stop word (``wow``, ``amazing``, 谢谢, 的)."""
+    return _is_chinese_filler(word) if is_cjk(word) else _is_english_filler(word)
+
+
+def without_small_talk(text: str) -> str:
+    """The words of ``text`` that name something, in order (small talk and stop words left out).
+
+    What two topics' briefs share once greetings and reactions ("Wow, Mel! Amazing!") are
+    gone: the review's merge test compares these (seed 000 §4.8 merges subjects, not tone).
+    """
+    kept: list[str] = []
+    for token in _WORD.findall(text):
+        if is_cjk(token):
+            words = "".join(w for w in chinese_words(token) if not _is_chinese_filler(w))
+            if words:
+                kept.append(words)
+        elif not _is_english_filler(token):
+            kept.append(token)
+    return " ".join(kept)

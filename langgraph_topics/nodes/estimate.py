@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from langchain_core.messages import AnyMessage, RemoveMessage
@@ -34,6 +35,40 @@ def _new_messages(messages: list[AnyMessage], last_seen_id: str | None) -> list[
         if messages[index].id == last_seen_id:
             return list(messages[index + 1 :])
     return list(messages)
+
+
+def _keep_edits_of_split_messages(
+    new: list[AnyMessage], services: TopicServices, thread_id: str, state: TopicState
+) -> tuple[list[AnyMessage], list[AnyMessage | RemoveMessage], list[TurnEvent]]:
+    """New messages under the id of a message a topic already holds, kept under new ids.
+
+    ``update_state`` (Studio's editor) that edits a message already split into a topic adds
+    it to the working set again: counted twice and split into a second copy of one id
+    (invariant 1). Topic files are append-only, so the stored message stays as it was and the
+    edit is kept as a message of its own (nothing is lost). Returns the new messages as they
+    stay, the removals and renamed copies to apply, and the events saying so.
+    """
+    if not new:
+        return new, [], []
+    store = services.branch_stores(thread_id, state).topic_store
+    kept: list[AnyMessage] = []
+    changes: list[AnyMessage | RemoveMessage] = []
+    events: list[TurnEvent] = []
+    for message in new:
+        topic_id = store.locate(message.id) if message.id else None
+        if topic_id is None:
+            kept.append(message)
+            continue
+        renamed = message.model_copy(update={"id": f"{message.id}~{uuid.uuid4().hex[:8]}"})
+        changes += [RemoveMessage(id=str(message.id)), renamed]
+        kept.append(renamed)
+        detail = (
+            f"message {message.id} is already held by topic {topic_id} (stored messages are "
+            f"not replaced): the new text is kept as message {renamed.id}"
+        )
+        log.warning("%s", detail)
+        events.append({"kind": "reconciled", "detail": detail, "topic_ids": [topic_id]})
+    return kept, changes, events
 
 
 def _reconcile(
@@ -169,17 +204,34 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         return {"mode": None, "turn_mode": "split"}
     messages = state["messages"]
     new = _new_messages(messages, state.get("last_seen_id"))
+    new, edits, edit_events = _keep_edits_of_split_messages(new, services, thread_id, state)
     now = services.clock().isoformat()
+
+    def stamp(message: AnyMessage) -> AnyMessage:
+        if TIMESTAMP_KEY in message.additional_kwargs:
+            return message
+        kwargs = {**message.additional_kwargs, TIMESTAMP_KEY: now}
+        return message.model_copy(update={"additional_kwargs": kwargs})
+
+    # Stamped in place (same id); renamed edits are removed under their old id and added anew.
+    edited = {m.id for m in edits if isinstance(m, RemoveMessage)}
+    renamed = [m for m in edits if not isinstance(m, RemoveMessage)]
+    renamed_ids = {m.id for m in renamed}
     stamped = [
-        m.model_copy(update={"additional_kwargs": {**m.additional_kwargs, TIMESTAMP_KEY: now}})
+        stamp(m)
         for m in new
-        if TIMESTAMP_KEY not in m.additional_kwargs
+        if TIMESTAMP_KEY not in m.additional_kwargs and m.id not in renamed_ids
     ]
+    edit_updates = [m if isinstance(m, RemoveMessage) else stamp(m) for m in edits]
     removals, topics, events = _reconcile(state, services, thread_id)
-    removed = {r.id for r in removals}
+    events = [*edit_events, *events]
+    # Older working-set copies of split messages go (a crash); this turn's edits of split
+    # messages were renamed above and stay.
+    removals = [r for r in removals if r.id not in edited]
+    removed = {r.id for r in removals} | edited
 
     counter = services.token_counter
-    kept = [m for m in messages if m.id not in removed]
+    kept = [m for m in messages if m.id not in removed] + renamed  # as the reducer leaves it
     language = detect_language((text_of(m) for m in kept[-10:]), settings.language)
     system_tokens = counter(render_system_prompt([], language, settings.prompt_dir))
     workflow = state.get("workflow")
@@ -248,9 +300,9 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         # reading every record until its next split.)
         update["store_ranges"] = []
     return update | {
-        "messages": [*stamped, *removals],
+        "messages": [*stamped, *edit_updates, *removals],
         "total_messages": state.get("total_messages", 0) + len(new),
-        "last_seen_id": messages[-1].id if messages else state.get("last_seen_id"),
+        "last_seen_id": kept[-1].id if kept else state.get("last_seen_id"),
         "turn": state.get("turn", 0) + 1,
         "mode": None,
         "turn_mode": mode,

@@ -350,7 +350,7 @@ def score_documents(
     return out
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=4096)
 def _term_counts(document: tuple[str, ...]) -> Counter[str]:
     """A document's term counts (shared, read-only): the unsplit messages are scored every turn."""
     return Counter(document)

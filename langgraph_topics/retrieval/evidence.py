@@ -1,7 +1,7 @@
 """Message-level evidence: how well every message of a thread answers the current question.
 
 One score per message makes evidence from different topics comparable, so the main window can be
-filled by value across topics instead of topic by topic (README: "The budget"). The score of a
+filled by value across topics instead of topic by topic (docs/budget.md). The score of a
 message, for a query:
 
 1. ``0.7 · z(cosine) + 0.3 · z(BM25)``: meaning and exact terms, each standardised over the
@@ -226,7 +226,7 @@ class EvidenceScorer:
         self.neighbour_weight = neighbour_weight
         self.topic_weight = topic_weight
         self.sitting_gap_seconds = sitting_gap_seconds
-        self.vectors = VectorCache(embedder, max_entries=20_000)
+        self.vectors = VectorCache(embedder)
         self.unsplit = UnsplitRowsCache(self.vectors)
         self._results: OrderedDict[tuple[object, ...], Evidence] = OrderedDict()
         self._lock = threading.Lock()

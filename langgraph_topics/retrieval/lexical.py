@@ -36,7 +36,9 @@ def stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=131_072)
+# Bounded low (about 1 KB an entry): the index keeps the terms it needs; the cache only spares
+# re-reading the working set each turn (131,072 entries grew with a long thread, issue 41).
+@lru_cache(maxsize=8192)
 def lexical_terms(text: str) -> tuple[str, ...]:
     """The terms of ``text`` in order, repeats kept (BM25 counts them)."""
     terms: list[str] = []

@@ -302,7 +302,7 @@ class ArchiveRecord(TypedDict):
 
 
 class ReviewRecord(TypedDict):
-    """The last review of the thread (README: "Review, archive and merge")."""
+    """The last review of the thread (docs/review.md)."""
 
     at: str
     """The time it judged by (``--now``, else when it ran)."""

@@ -1,6 +1,6 @@
 """The review graph's state: the topic graph's, plus what one review run is asked to do.
 
-The review runs on the thread's own checkpoint (README: "Review, archive and merge"), so its
+The review runs on the thread's own checkpoint (docs/review.md), so its
 state is :class:`~langgraph_topics.state.schema.TopicState` itself: every key of a turn is read
 from the checkpoint and written back untouched, and what the review changes (the registry,
 ``store_ranges``, ``review``) is what the next turn, Studio and ``check`` read. The keys

@@ -1,4 +1,4 @@
-"""The waiters of a lock file, in the order they came, across processes (POSIX).
+"""The waiters of a lock file, in the order they came, across processes (POSIX only).
 
 ``flock`` itself is not fair: a waiter polling a held lock gets it only if it happens to try in
 the moment between one release and the next acquisition, so a process that lets go and asks
@@ -12,18 +12,26 @@ is a dead waiter's: the next waiter that finds it removes it, and the queue move
 A ticket is drawn under a short ``flock`` on ``<lock file>.queue/.order`` (a few system calls
 long), its number one more than the highest in the directory. Its file is created, locked and
 only then renamed into place, so no one ever sees a live ticket unlocked.
+
+The locks are ``filelock``'s descriptor locks (``stores.fd_locks``: ``flock`` here). The
+queue itself needs POSIX files: a locked ticket is renamed into place and removed while its
+waiter still has it open, which Windows refuses; there ``FileLock`` goes without it
+(:data:`QUEUE_SUPPORTED`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from langgraph_topics.stores.fd_locks import lock, try_lock
+
 ORDER_FILE = ".order"
 """Held while a ticket is drawn."""
+QUEUE_SUPPORTED = os.name == "posix"
+"""Whether waiters queue (see the module docstring); elsewhere the first to poll wins."""
 JOINING = ".joining-"
 """A ticket file before it is locked and renamed (seen only while the order lock is held)."""
 
@@ -48,7 +56,7 @@ class LockQueue:
         self.directory.mkdir(parents=True, exist_ok=True)
         order = os.open(self.directory / ORDER_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(order, fcntl.LOCK_EX)
+            lock(order)
             numbers = []
             for name in os.listdir(self.directory):
                 if name.isdigit():
@@ -59,7 +67,8 @@ class LockQueue:
             joining = self.directory / f"{JOINING}{os.getpid()}-{threading.get_ident()}"
             fd = os.open(joining, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                if not try_lock(fd):  # a file of its own, just created: no one else holds it
+                    raise OSError(f"{joining}: a new ticket file is locked by another process")
                 path = self.directory / f"{number:012d}"
                 os.replace(joining, path)
             except BaseException:
@@ -94,10 +103,8 @@ def _alive(path: Path) -> bool:
     except FileNotFoundError:
         return False
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    else:
+        if not try_lock(fd):
+            return True
         # The file opened may be one its waiter just left, and the number drawn again since
         # (the highest ticket gone, the next one gets its number): only remove the file that
         # is still at the path.

@@ -95,7 +95,7 @@ class TopicStore(Protocol):
 class BranchedTopicStore(Protocol):
     """A topic store whose reads follow a branch of the checkpoint history.
 
-    README: "Forks, crashes and `check`".
+    docs/forks-and-check.md.
 
     Stores without it serve every branch the same records (a fork then sees what an abandoned
     branch split); the embedded JSONL store has it.
@@ -114,7 +114,7 @@ class BranchedTopicStore(Protocol):
 class ReviewableTopicStore(Protocol):
     """A topic store the review can merge and archive in (both stores of the package have it).
 
-    README: "Review, archive and merge".
+    docs/review.md.
     """
 
     def merge_topics(self, source_id: str, into_id: str) -> None:
@@ -150,7 +150,7 @@ class ReviewableTopicStore(Protocol):
 class SplittableTopicStore(Protocol):
     """A topic store that can split a topic into subtopics (seed 000 §4.5, §8).
 
-    README: "Subtopics". No message moves or is copied: one ``subtopics`` record in the
+    docs/subtopics.md. No message moves or is copied: one ``subtopics`` record in the
     parent's stream hands each of its messages to one child, so every id stays stored once.
     """
 

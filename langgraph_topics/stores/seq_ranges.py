@@ -1,6 +1,6 @@
 """Which topic-store records a branch of the conversation sees.
 
-The topic store follows the checkpoint (README: "Forks, crashes and `check`"). Every record of a
+The topic store follows the checkpoint (docs/forks-and-check.md). Every record of a
 thread's topic store carries a sequence number, unique within the thread. The checkpoint keeps the
 ranges of sequence numbers its branch wrote; a read through the store sees those records and no
 others. A fork from an earlier checkpoint therefore sees the topics as they were there, and what an

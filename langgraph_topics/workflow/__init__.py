@@ -6,10 +6,15 @@ and one of its threads (``LangGraphWorkflow``, in memory). The first step of eve
 the node ``inject_workflow``, loads it (``workflow.turn_path``) and keeps its active path
 (root to current step, then two levels of successors, with statuses, output summaries and
 counts); the assembler renders that at the top of the system prompt, within the budget.
+
+``LangGraphWorkflow`` is loaded on first use (``lazy_exports``): the workflow commands of the
+CLI import this package without LangChain.
 """
 
+from typing import TYPE_CHECKING
+
+from langgraph_topics.lazy_exports import lazy_exports
 from langgraph_topics.workflow.active_path import active_path
-from langgraph_topics.workflow.langgraph_source import LangGraphWorkflow
 from langgraph_topics.workflow.protocol import WorkflowSource, WorkflowUnavailable
 from langgraph_topics.workflow.records import (
     ActivePath,
@@ -21,6 +26,9 @@ from langgraph_topics.workflow.records import (
 )
 from langgraph_topics.workflow.stored import StoredWorkflow, workflow_file
 from langgraph_topics.workflow.validation import parse_dag, read_dag_file
+
+if TYPE_CHECKING:
+    from langgraph_topics.workflow.langgraph_source import LangGraphWorkflow
 
 __all__ = [
     "ActivePath",
@@ -38,3 +46,7 @@ __all__ = [
     "read_dag_file",
     "workflow_file",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"LangGraphWorkflow": "langgraph_topics.workflow.langgraph_source"}
+)

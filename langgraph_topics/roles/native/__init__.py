@@ -30,7 +30,7 @@ def native_roles(embedder: Embedder, settings: Settings | None = None) -> Roles:
     """Build the five native back ends around one embedder.
 
     Args:
-        embedder: Shared by the splitter, the topic window and the brief writer.
+        embedder: Shared by the splitter, the topic window, the brief writer and the responder.
         settings: Source of the reference threshold, the brief size, the summary limit and
             seed 003's continuity numbers (the specification's defaults when omitted).
 
@@ -38,21 +38,23 @@ def native_roles(embedder: Embedder, settings: Settings | None = None) -> Roles:
         The roles, ready for the graph.
     """
     brief_bytes = settings.brief_bytes if settings is not None else 1024
+    topic_window = NativeTopicWindow(
+        embedder,
+        reference_threshold=settings.reference_threshold if settings is not None else 0.3,
+        summary_chars=settings.summary_soft_limit_chars if settings is not None else 2000,
+        max_references=references_for_budget(settings.budget_tokens if settings else 8000),
+    )
     return Roles(
         splitter=NativeSplitter(
             embedder,
             brief_bytes=brief_bytes,
             rules=settings.continuity_rules() if settings is not None else None,
         ),
-        topic_window=NativeTopicWindow(
-            embedder,
-            reference_threshold=settings.reference_threshold if settings is not None else 0.3,
-            summary_chars=settings.summary_soft_limit_chars if settings is not None else 2000,
-            max_references=references_for_budget(settings.budget_tokens if settings else 8000),
-        ),
+        topic_window=topic_window,
         brief_writer=NativeBriefWriter(embedder, brief_bytes=brief_bytes),
         index_router=NativeIndexRouter(),
-        responder=NativeResponder(),
+        # The responder shares the topic window's message vectors: what it quotes is embedded.
+        responder=NativeResponder(vectors=topic_window.message_cache),
     )
 
 

@@ -67,7 +67,7 @@ class NativeBriefWriter:
         self.embedder = embedder
         # A brief is rewritten after every split that touches its topic, and most of its
         # candidate sentences are the same as last time: cache their vectors by text.
-        self.sentence_cache = VectorCache(embedder, max_entries=20_000) if embedder else None
+        self.sentence_cache = VectorCache(embedder) if embedder is not None else None
         self.brief_bytes = brief_bytes
         self.brief_keywords = brief_keywords
 

@@ -173,7 +173,7 @@ class NativeSplitter:
         # Every split compares units with every open topic's name and brief, and most briefs did
         # not change since the last split: caching them by text keeps a split's cost with the
         # units it splits instead of the number of topics (a brief is about 1 KB to encode).
-        self.topic_cache = VectorCache(embedder, max_entries=4096)
+        self.topic_cache = VectorCache(embedder)
 
     def split(
         self, units: Sequence[Sequence[StoredMessage]], topics: Sequence[TopicInfo]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from langgraph_topics.keywords import extract_keywords, keyword_overlap
 from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.roles.native.calibration import calibrate
 from langgraph_topics.roles.native.text import clip, is_chinese, message_text, split_sentences
-from langgraph_topics.roles.native.vectors import Matrix, Vector, VectorCache
+from langgraph_topics.roles.native.vectors import VECTOR_CACHE_BYTES, Matrix, Vector, VectorCache
 from langgraph_topics.roles.protocols import TopicInfo, TopicVerdict
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.units import group_units
@@ -40,6 +41,8 @@ from langgraph_topics.tokens import TokenCounter, default_token_counter
 if TYPE_CHECKING:
     from langgraph_topics.retrieval.evidence import Evidence
 
+LEXICAL_INDEXES = 64
+"""Topics whose BM25 index a topic window keeps (at most ``max_active`` are read per turn)."""
 _REFERENCE_FLOOR = 0.3
 """Raw similarity under which a message is never referenced, however good the rest is."""
 _RELATIVE_FLOOR = 0.7
@@ -86,7 +89,8 @@ class NativeTopicWindow:
             rest.
         tail_messages: How many recent messages besides the newest user message form the tail.
         keyword_weight: Weight of the keyword overlap added to a message's cosine similarity.
-        cache_size: Most message embeddings kept in memory.
+        cache_bytes: Most bytes of message embeddings kept in memory (a topic's messages are
+            embedded once while it is read turn after turn).
         count_tokens: How a summary card's ``tokens_saved`` is counted.
     """
 
@@ -100,7 +104,7 @@ class NativeTopicWindow:
         user_weight: float = 0.6,
         tail_messages: int = 6,
         keyword_weight: float = 0.1,
-        cache_size: int = 50_000,
+        cache_bytes: int = 2 * VECTOR_CACHE_BYTES,
         count_tokens: TokenCounter | None = None,
     ) -> None:
         self.embedder = embedder
@@ -111,11 +115,13 @@ class NativeTopicWindow:
         self.user_weight = user_weight
         self.tail_messages = tail_messages
         self.keyword_weight = keyword_weight
-        self.message_cache = VectorCache(embedder, max_entries=cache_size)
+        self.message_cache = VectorCache(embedder, max_bytes=cache_bytes)
         # Queries and briefs are shared by all topics of a turn: cached so one turn embeds them
         # once, not once per topic window.
-        self.text_cache = VectorCache(embedder, max_entries=4096)
-        self._lexical_indexes: dict[str, tuple[tuple[str, int, str], BM25]] = {}
+        self.text_cache = VectorCache(embedder)
+        # One BM25 index per topic read: the most recently read ones only (every topic of a
+        # long thread, each holding its messages' keywords, grew with the thread).
+        self._lexical_indexes: OrderedDict[str, tuple[tuple[str, int, str], BM25]] = OrderedDict()
         self._lexical_lock = threading.Lock()
 
     def evaluate(
@@ -304,10 +310,14 @@ class NativeTopicWindow:
         with self._lexical_lock:
             index = self._lexical_indexes.get(topic_id)
             if index is not None and index[0] == key:
+                self._lexical_indexes.move_to_end(topic_id)
                 return index[1]
         built = BM25([sorted(_keywords(text)) for _, text in scored])
         with self._lexical_lock:
             self._lexical_indexes[topic_id] = (key, built)
+            self._lexical_indexes.move_to_end(topic_id)
+            while len(self._lexical_indexes) > LEXICAL_INDEXES:
+                self._lexical_indexes.popitem(last=False)
         return built
 
     def _references(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -9,10 +10,15 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from langgraph_topics.stores.embeddings import embed_array
 from langgraph_topics.stores.protocols import Embedder
 
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
+
+_ENTRY_BYTES = 300
+"""What one kept vector costs besides its key's and its floats' bytes: the array object, the
+ordered dictionary's node and the size's entry."""
 
 _MAX_EMBED_CHARS = 2000
 """Texts are cut to this many characters before embedding: a sentence encoder gains nothing
@@ -21,10 +27,7 @@ from a long tool output, and the cost of encoding grows with the length."""
 
 def embed_matrix(embedder: Embedder, texts: Sequence[str]) -> Matrix:
     """Embed texts in one call into an ``(n, d)`` matrix (``(0, 0)`` for no texts)."""
-    if not texts:
-        return np.zeros((0, 0), dtype=np.float32)
-    vectors = embedder.embed([text[:_MAX_EMBED_CHARS] for text in texts])
-    return np.asarray(vectors, dtype=np.float32)
+    return embed_array(embedder, [text[:_MAX_EMBED_CHARS] for text in texts])
 
 
 def centroid(vectors: Matrix) -> Vector:
@@ -48,8 +51,25 @@ def cosine(a: Vector, b: Vector) -> float:
     return 0.0 if norms == 0.0 else float(np.dot(a, b)) / norms
 
 
+VECTOR_CACHE_BYTES = 4 * 2**20
+"""Default bound of one :class:`VectorCache`: about 1,700 vectors of 512 floats with keys.
+Each cache serves one role's repeated reads (a turn's query and briefs, the working set, a
+brief's candidate sentences); the process-wide ``CachingEmbedder`` below them keeps more."""
+
+
+def key_bytes(key: Hashable) -> int:
+    """Bytes of a cache key: a string, a number, or a tuple of them (nested), as counted."""
+    if isinstance(key, tuple):
+        return sys.getsizeof(key) + sum(key_bytes(part) for part in key)
+    return sys.getsizeof(key)
+
+
 class VectorCache:
     """A bounded, thread-safe map from keys to embeddings, least recently used evicted first.
+
+    Bounded by bytes (keys and vectors), and optionally by entries: a count bound alone let
+    four role caches of 20,000 to 50,000 vectors each grow with a long thread (issue 41
+    item 7). A kept vector is a copy of its row, so that it does not pin its whole batch.
 
     Topic windows of one turn run in parallel and all ask for the same query text at the same
     moment: a miss is embedded by the first thread that claims it while the others wait for
@@ -57,16 +77,31 @@ class VectorCache:
     Embedding happens outside the lock, so windows asking for different texts never wait.
     """
 
-    def __init__(self, embedder: Embedder, *, max_entries: int = 50_000) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        max_bytes: int = VECTOR_CACHE_BYTES,
+        max_entries: int | None = None,
+    ) -> None:
         self.embedder = embedder
+        self.max_bytes = max_bytes
         self.max_entries = max_entries
         self._entries: OrderedDict[Hashable, Vector] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
+        self._bytes = 0
         self._in_flight: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes the kept keys and vectors hold now (at most ``max_bytes``)."""
+        with self._lock:
+            return self._bytes
 
     def embed(self, keyed_texts: Sequence[tuple[Hashable, str]]) -> Matrix:
         """Vectors of ``(key, text)`` pairs, embedding only the keys not cached, in one call.
@@ -101,11 +136,9 @@ class VectorCache:
                 with self._lock:
                     events = [self._in_flight.pop(key) for key in claimed]
                     if fresh is not None:
-                        for key, vector in zip(claimed, fresh, strict=True):
-                            found[key] = vector
-                            self._entries[key] = vector
-                        while len(self._entries) > self.max_entries:
-                            self._entries.popitem(last=False)
+                        for key, row in zip(claimed, fresh, strict=True):
+                            found[key] = row
+                            self._keep(key, np.array(row, dtype=np.float32))
                 for event in events:
                     event.set()
         for key, event in awaited.items():
@@ -119,3 +152,18 @@ class VectorCache:
                 else embed_matrix(self.embedder, [dict(keyed_texts)[key]])[0]
             )
         return np.stack([found[key] for key, _ in keyed_texts])
+
+    def _keep(self, key: Hashable, vector: Vector) -> None:
+        """Keep one vector, then evict the oldest past the bounds (the lock is held)."""
+        size = key_bytes(key) + vector.nbytes + _ENTRY_BYTES
+        if size > self.max_bytes:
+            return
+        self._bytes -= self._sizes.pop(key, 0)
+        self._entries[key] = vector
+        self._entries.move_to_end(key)
+        self._sizes[key] = size
+        self._bytes += size
+        limit = self.max_entries
+        while self._bytes > self.max_bytes or (limit is not None and len(self._entries) > limit):
+            old, _ = self._entries.popitem(last=False)
+            self._bytes -= self._sizes.pop(old)
