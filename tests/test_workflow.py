@@ -624,8 +624,10 @@ def test_cli_set_node_show_and_a_bad_file(
     ]
 
     assert main(["workflow", "clear", *common]) == 0
-    assert main(["workflow", "show", *common]) == 0
-    assert capsys.readouterr().out.endswith("thread 'bob' has no workflow\n")
+    capsys.readouterr()
+    # No workflow and no message left: the thread is not there any more (issue 35).
+    assert main(["workflow", "show", *common]) == 2
+    assert "no thread 'bob'" in capsys.readouterr().err
 
 
 class _FailingSource:
