@@ -65,6 +65,7 @@ from langgraph_topics.state.units import split_point
 from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.stores.advisory_locks import AdvisoryThreadLocks
 from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore, stored_head
+from langgraph_topics.stores.blas_threads import bulk_products
 from langgraph_topics.stores.checkpoint_retention import Retention, prune_checkpoints
 from langgraph_topics.stores.checkpoint_salvage import database_state
 from langgraph_topics.stores.checkpointed_mark import CheckpointedMarks, is_marked
@@ -578,11 +579,12 @@ class TopicMemory:
                 held = self._held_messages(thread_id, [entry.id for entry in checked])
             fresh = messages_to_add(checked, held, thread_id)
             done = len(checked) - len(fresh)  # skipped: already in the thread
-            for batch in _import_turns(fresh):
-                self.run_turn(thread_id, {"messages": batch, "mode": "import"})
-                done += len(batch)
-                if progress:
-                    progress(done)
+            with bulk_products():  # big encodes on every core: throughput, not a turn
+                for batch in _import_turns(fresh):
+                    self.run_turn(thread_id, {"messages": batch, "mode": "import"})
+                    done += len(batch)
+                    if progress:
+                        progress(done)
             # 3–20 active after an import too (seed 000 §4.7): each split activated what it
             # touched, and the first turn after the import must read no more than any other.
             from langgraph_topics.activation.active_cap import cap_after_import

@@ -22,11 +22,11 @@ Then, in the same run, the long thread: the thread first holds ``messages`` mess
 ``tail_turns`` agent turns run, the last asking the earliest fact. The report ends with issue
 34's checks on both (``checks``).
 
-CPU and OpenBLAS: a threaded BLAS product (the default embedder's encoder runs one per text)
-leaves OpenBLAS's worker thread spinning on a core for about 0.1 s, which counts as the
-process's CPU. The package changes no process-wide setting to avoid it (a library must not);
-``OPENBLAS_NUM_THREADS=1`` in the environment of a deployment on few cores does, and costs a
-turn's small batches no time. The table says which it ran with.
+CPU and OpenBLAS: a threaded BLAS product leaves OpenBLAS's worker threads spinning on their
+cores for about 0.1 s, which counts as the process's CPU. The default embedder's products are
+made in blocks OpenBLAS keeps on the calling thread (``stores/blas_threads.py``);
+``OPENBLAS_NUM_THREADS`` in the environment still sets every other product's threads. The
+table says which it ran with.
 """
 
 from __future__ import annotations

