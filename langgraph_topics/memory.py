@@ -36,6 +36,7 @@ from langgraph_topics.review.clock import parse_now
 from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
 from langgraph_topics.review.schedule import parse_review_at, review_due
+from langgraph_topics.stores.typed_faults import typed_file_faults
 from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
@@ -409,7 +410,7 @@ class TopicMemory:
             InputError: An invalid thread id (a ``ValueError``).
             ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
-        with self.writing(thread_id), self._files(thread_id):
+        with self.writing(thread_id), self._files(thread_id), typed_file_faults():
             if checkpoint_id is None:
                 self._finish_interrupted(thread_id)
             else:

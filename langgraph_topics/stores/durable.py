@@ -31,27 +31,64 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte of ``data``: ``os.write`` may take fewer (a signal, a nearly full disk).
+
+    The one place the stores' bytes go through, so a full disk is met (and tested) here.
+    """
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 def append_durably(path: Path, data: bytes) -> None:
     """Append complete lines durably, or leave the file exactly as it was.
 
-    On a failed write (disk full…) the partial bytes are cut off again: left in place, they
-    would glue themselves onto the next append and corrupt a line that is not the last one.
+    On a failed write or flush (disk full…) the bytes that did land are cut off again: left
+    in place, they would glue themselves onto the next append and corrupt a line that is not
+    the last one, or hold a record that a retry then appends a second time. A file the append
+    created is removed again (an empty topic file would be warned about on every open).
+
+    Raises:
+        OSError: Naming ``path`` (``os.write`` alone names no file, and the one line a person
+            reads should say which file the full disk refused).
     """
     note_write(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    created = False
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        created = True
     try:
         start = os.fstat(fd).st_size
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _write_all(fd, data)
             os.fsync(fd)
-        except BaseException:
-            os.ftruncate(fd, start)
+        except BaseException as error:
+            _undo_append(path, fd, start, created=created)
+            if isinstance(error, OSError) and error.filename is None:
+                raise _naming(error, path) from error
             raise
     finally:
         os.close(fd)
+
+
+def _undo_append(path: Path, fd: int, start: int, *, created: bool) -> None:
+    """Take back what a failed append wrote; a failure here leaves a torn tail, cut on open."""
+    try:
+        if created:
+            os.unlink(path)
+        else:
+            os.ftruncate(fd, start)
+    except OSError:
+        pass
+
+
+def _naming(error: OSError, path: Path) -> OSError:
+    """The same error naming ``path`` (``OSError`` picks the subclass its errno maps to)."""
+    return OSError(error.errno, error.strerror, str(path))
 
 
 def replace_durably(path: Path, data: bytes, *, cached: bool = True) -> None:
@@ -66,14 +103,18 @@ def replace_durably(path: Path, data: bytes, *, cached: bool = True) -> None:
         note_write(path)
     scratch = scratch_path(path)
     try:
-        with scratch.open("wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(scratch, path)
-    except BaseException:
+    except BaseException as error:
         # A full disk would otherwise keep the partial copy too (the file itself is intact).
         scratch.unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.filename is None:
+            raise _naming(error, path) from error
         raise
     fsync_directory(path.parent)
 

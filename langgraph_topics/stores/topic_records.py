@@ -318,6 +318,20 @@ class TopicRecordIndex(Generic[TopicT]):
     def _stored(self, topic: TopicT) -> None:
         """Follow up a write to ``topic`` once memory has taken it in (nothing by default)."""
 
+    def _unseen_copies(
+        self, topic: TopicT, messages: Sequence[StoredMessage]
+    ) -> list[tuple[int, str]]:
+        """Records of the first ``messages`` that ``topic`` already stores unseen by the branch.
+
+        Returns ``(seq, stored_at)`` of each, for a prefix of ``messages``: what an append cut
+        short left (its checkpoint never recorded it), which appending them again would store
+        twice. None by default (a store that cannot tell).
+        """
+        return []
+
+    def _take_unseen(self, seqs: Sequence[int]) -> None:
+        """Count records :meth:`_unseen_copies` found as the branch's from now on."""
+
     def _catch_up(self) -> None:
         """Take in what the store learnt since (called under the lock before every method)."""
 
@@ -588,13 +602,20 @@ class TopicRecordIndex(Generic[TopicT]):
             if not messages:
                 return
             check_new_messages(messages, self._locations)
+            # A split cut short (a full disk, a crash) may have stored the first of them here
+            # already, unseen by the branch: those records are taken, not written again, so
+            # that the topic never holds an id twice.
+            held = self._unseen_copies(topic, messages)
             stored_at = self._clock()
-            records = [{"type": "message", "stored_at": stored_at, **m} for m in messages]
-            start = self._store(topic_id, records)
-            for offset, message in enumerate(messages):
+            rest = messages[len(held) :]
+            records = [{"type": "message", "stored_at": stored_at, **m} for m in rest]
+            start = self._store(topic_id, records) if records else 0
+            placed = [*held, *((start + offset, stored_at) for offset in range(len(rest)))]
+            self._take_unseen([seq for seq, _ in held])
+            for message, (seq, when) in zip(messages, placed, strict=True):
                 copy = message.copy()
                 self._locations[copy["id"]] = topic_id
-                self._add_message(topic, copy, start + offset, stored_at)
+                self._add_message(topic, copy, seq, when)
             self._combined_cache.pop(topic_id, None)
             self._stored(topic)
 

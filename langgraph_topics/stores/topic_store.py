@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import compress
@@ -96,6 +96,8 @@ class _Topic(IndexedTopic):
     """Each cached message's index in ``cache``: a message or its neighbourhood without a scan."""
     uncatalogued: int = 0
     """Bytes appended to the file (by this store) since its catalog last covered it, about."""
+    last_seq: int = -1
+    """The highest sequence number among the topic's records this branch sees."""
 
 
 @dataclass
@@ -275,6 +277,8 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         self._lock = threading.RLock()
         self._clear_index()
         self._next_seq = 0
+        self._unseen: dict[str, dict[str, int]] = {}
+        """Per topic, the message records in its file the branch does not see: id to number."""
         self._topics_dir.mkdir(parents=True, exist_ok=True)
         self._load()
         if self._filter is None:
@@ -377,6 +381,7 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         if len(fresh) != len(block.ids) or not loading.seen.isdisjoint(fresh):
             return False
         self._next_seq = max(self._next_seq, high + 1)
+        topic.last_seq = max(topic.last_seq, high)
         loading.seen |= fresh
         loading.ids += block.ids
         topic.meta["message_count"] += len(block.ids)
@@ -411,6 +416,9 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
             line = _message_line(record) if kind == "message" else None
         seq = self._take_seq(seq_value)
         if loading.other_branch or not self._visible_seq(seq_value):
+            if loading.topic is not None and not loading.other_branch and line is not None:
+                # What a split cut short left: taken, not written again, if split again here.
+                self._unseen.setdefault(loading.topic.meta["id"], {})[line.id] = seq
             # Every record still counts for the sequence numbers, so that new ones never
             # collide with what another branch wrote.
             loading.other_branch = loading.other_branch or (
@@ -425,12 +433,14 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
                 meta=header_meta(path.stem, record, clock=_now),
                 seq=seq,
                 from_split=made_by_split(record),
+                last_seq=seq,
             )
             return
         if topic is None:
             logger.warning("%s: no readable topic header; rebuilding metadata", path)
             meta = headless_meta(path.stem, stored_at, clock=_now)
             topic = loading.topic = _Topic(meta=meta, seq=seq)
+        topic.last_seq = max(topic.last_seq, seq)
         if kind == "brief":
             apply_brief(topic.meta, record)
         elif kind == MERGED:
@@ -566,18 +576,61 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         if topic_id is None:
             return self._append_lines(self._links_path, records)[0]
         start, size = self._append_lines(self.file_path(topic_id), records)
-        self._topics[topic_id].uncatalogued += size
+        topic = self._topics[topic_id]
+        topic.uncatalogued += size
+        topic.last_seq = max(topic.last_seq, start + len(records) - 1)
         return start
 
     def _store_topic(self, header: dict[str, Any], meta: TopicMeta) -> _Topic:
         seq, size = self._append_lines(self.file_path(meta["id"]), [header], new_file=True)
-        return _Topic(meta=meta, seq=seq, cache=[], positions={}, uncatalogued=size)
+        return _Topic(meta=meta, seq=seq, cache=[], positions={}, uncatalogued=size, last_seq=seq)
 
     def _add_message(self, topic: _Topic, message: StoredMessage, seq: int, stored_at: str) -> None:
         if topic.cache is not None and topic.positions is not None:
             topic.positions[message["id"]] = len(topic.cache)
             topic.cache.append(message)
         topic.count(message, stored_at)
+        topic.last_seq = max(topic.last_seq, seq)
+
+    def _unseen_copies(
+        self, topic: _Topic, messages: Sequence[StoredMessage]
+    ) -> list[tuple[int, str]]:
+        """Unseen records of the first ``messages`` at the end of the topic's file, unchanged.
+
+        Only records past everything the branch sees of the topic, in the order of
+        ``messages``, with the same content: taking them is then the append itself (its
+        order, its text), only earlier. Anything else is appended anew, as it always was.
+        """
+        unseen = self._unseen.get(topic.meta["id"])
+        if not unseen or messages[0]["id"] not in unseen:
+            return []
+        seqs: list[int] = []
+        for message in messages:
+            seq = unseen.get(message["id"])
+            if seq is None or seq <= (seqs[-1] if seqs else topic.last_seq):
+                break
+            seqs.append(seq)
+        wanted = set(seqs)
+        found = {
+            record.get("seq"): record
+            for record in _read_records(self.file_path(topic.meta["id"]), repair=False)
+            if record.get("type") == "message" and record.get("seq") in wanted
+        }
+        held: list[tuple[int, str]] = []
+        for message, seq in zip(messages, seqs, strict=False):
+            record = found.get(seq)
+            if record is None or not _same_message(record, message):
+                break
+            held.append((seq, str(record.get("stored_at") or "")))
+        return held
+
+    def _take_unseen(self, seqs: Sequence[int]) -> None:
+        taken = set(seqs)
+        for start in taken:
+            self._wrote(start, start + 1)
+        for unseen in self._unseen.values() if taken else ():
+            for message_id in [i for i, seq in unseen.items() if seq in taken]:
+                del unseen[message_id]
 
     # -------------------------------------------------------------------------------- extras
 
@@ -614,6 +667,15 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
                     seen.add(message["id"])
                     ordered.append(message)
             return ordered
+
+
+def _same_message(record: dict[str, Any], message: StoredMessage) -> bool:
+    """Whether a stored record holds ``message`` exactly, as it would be written now."""
+    stored = message_from_record(record)
+    try:
+        return stored is not None and stored == json.loads(_encode(dict(message)))
+    except (TypeError, ValueError):  # not storable: the append itself says so
+        return False
 
 
 def _save_catalog(path: Path, scan: Catalog, catalogued: int) -> int:
