@@ -36,7 +36,6 @@ from langgraph_topics.review.clock import parse_now
 from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
 from langgraph_topics.review.schedule import parse_review_at, review_due
-from langgraph_topics.stores.typed_faults import typed_file_faults
 from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.roles.protocols import Roles
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
@@ -81,6 +80,7 @@ from langgraph_topics.stores.protocols import Embedder, ReviewableTopicStore
 from langgraph_topics.stores.store_audit import audit_store_records
 from langgraph_topics.stores.store_faults import checkpoint_fault
 from langgraph_topics.stores.topic_audit import audit_topic_files
+from langgraph_topics.stores.typed_faults import typed_file_faults
 from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
 from langgraph_topics.thread_ids import check_thread_id
