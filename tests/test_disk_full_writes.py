@@ -6,9 +6,9 @@ then on, or only that write refused). Afterwards the API has raised one typed ``
 (or, for the split written after a reply, logged it), the command line has printed one line
 with status 2, and once writes work again the next chat or import completes, ``check``
 passes, no topic file holds a message id twice and every message is held once. The same runs
-on a real small tmpfs where one can be mounted. Last, the writes themselves: an append or a replacement refused
-half-way or at its flush leaves the file as it was, and a store re-appends no message that a
-cut-short split left.
+on a real small tmpfs where one can be mounted. Last, the writes themselves: an append or a
+replacement refused half-way or at its flush leaves the file as it was, and a store
+re-appends no message that a cut-short split left.
 """
 
 from __future__ import annotations
