@@ -166,3 +166,23 @@ def test_a_migration_copy_takes_the_merges_and_the_shelf_along(tmp_path: Path) -
     assert target.messages(kyoto) == source.messages(kyoto)
     assert target.archive_entries() == source.archive_entries()
     assert copy_jsonl_topics(source, target) == 0  # again: nothing left to copy
+
+
+def test_merges_made_after_reads_and_chains_of_them_are_read_through(opener: Opener) -> None:
+    # The store answers from an index of merges: it must be made again after a merge of its
+    # own, along a chain of merges, and on opening (the merge records read back).
+    store = opener()
+    assert isinstance(store, ReviewableTopicStore)
+    kyoto, again = two_topics(store)
+    third = store.create_topic("Kyoto once more", "trip", created_at="2024-01-03T00:00:00+00:00")
+    store.append(third["id"], [msg("m6", "2024-01-06T10:00:00")])
+    assert [m["id"] for m in store.messages(kyoto)] == ["m1", "m3"]  # the index is made here
+    store.merge_topics(again, kyoto)
+    assert [m["id"] for m in store.messages(kyoto)] == ["m1", "m2", "m3", "m4"]
+    store.merge_topics(kyoto, third["id"])  # a chain: again → kyoto → third
+    expected = ["m1", "m2", "m3", "m6", "m4"]
+    for view in (store, opener()):
+        assert [m["id"] for m in view.messages(third["id"])] == expected
+        assert view.meta(third["id"])["message_count"] == 5
+        assert view.locate("m2") == third["id"]
+        assert [m["id"] for m in view.neighbours("m6", 1, 1)] == ["m3", "m6", "m4"]

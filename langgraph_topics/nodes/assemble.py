@@ -30,8 +30,8 @@ from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import (
     NOTE_LABELS,
     note_line,
+    quote_cost,
     quote_day,
-    quote_line,
     render_earlier,
     render_system_prompt,
     render_topic_block,
@@ -260,7 +260,7 @@ def _candidates(
             quotes[message["id"]] = _Piece(
                 "quote",
                 value,
-                counter(quote_line(message) + "\n"),
+                quote_cost(message, counter),
                 topic_id,
                 blocks.of(topic_id),
                 [message],
@@ -371,7 +371,7 @@ def _whole_exchanges(
         known = merged.get(key)
         if known is None:
             cost = sum(
-                tokens(m) if piece.kind == "unsplit" else tokens.counter(quote_line(m) + "\n")
+                tokens(m) if piece.kind == "unsplit" else quote_cost(m, tokens.counter)
                 for m in exchange
             )
             merged[key] = _Piece(

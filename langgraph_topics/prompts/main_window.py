@@ -11,8 +11,9 @@ block, not a quote: each quote's tokens come out of the budget of the evidence.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from langgraph_topics.prompts.loader import load_prompt
@@ -46,6 +47,34 @@ def quote_line(message: StoredMessage) -> str:
     """One quoted message on one line: ``speaker: content`` (the name, else the role), escaped."""
     speaker = escape_label(message.get("name") or message["role"])
     return f"{speaker}: {quote_text(message['content'])}"
+
+
+QUOTE_COSTS = 4096
+"""Quotes whose token cost is remembered (least recently used first out)."""
+REMEMBERED_QUOTE_CHARS = 4096
+"""Longer messages are counted each time, never kept (a tool's output may be megabytes)."""
+
+
+def quote_cost(message: StoredMessage, counter: Callable[[str], int]) -> int:
+    """The tokens of ``quote_line(message)`` and its line end, remembered for most messages.
+
+    Every turn the assembly weighs each message the read topics reference (over a thousand
+    a turn with 20 topics read): escaping and counting each again was a tenth of a long
+    thread's turn (``bench soak``).
+    """
+    speaker = message.get("name") or message["role"]
+    content = message["content"]
+    if len(content) > REMEMBERED_QUOTE_CHARS:
+        return counter(quote_line(message) + "\n")
+    try:
+        return _quote_cost(counter, speaker, content)
+    except TypeError:  # a counter that cannot be a key (unhashable): counted each time
+        return counter(quote_line(message) + "\n")
+
+
+@functools.lru_cache(maxsize=QUOTE_COSTS)
+def _quote_cost(counter: Callable[[str], int], speaker: str, content: str) -> int:
+    return counter(f"{escape_label(speaker)}: {quote_text(content)}\n")
 
 
 def note_line(label: str, text: str) -> str:

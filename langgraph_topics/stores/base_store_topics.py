@@ -407,6 +407,7 @@ class BaseStoreTopicStore(TopicRecordIndex[_Topic]):
             apply_brief(topic.meta, record)
         elif kind == MERGED:
             topic.merged_into = merged_target(record)
+            self._merges_changed()
             if topic.merged_into is None:
                 logger.warning("topic %s: skipping a merge record naming no topic", topic_id)
         elif kind == SUBTOPICS:

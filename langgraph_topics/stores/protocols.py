@@ -187,7 +187,12 @@ class TopicIndex(Protocol):
         ...
 
     def set_status(self, topic_id: str, status: str) -> None:
-        """Record a topic's status (searches can filter on it)."""
+        """Record whether a topic is archived (searches leave archived topics out).
+
+        An index keeps ``archived`` or ``active`` (``topic_index.indexed_status``): a
+        dormant topic is as searchable as an active one, and moving between the two, as
+        activation does every turn, need not be written.
+        """
         ...
 
     def search(

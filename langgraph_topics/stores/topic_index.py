@@ -51,6 +51,16 @@ SERVER_RETRY_SECONDS = 0.25
 _T = TypeVar("_T")
 
 
+def indexed_status(status: str) -> str:
+    """What an index keeps of a topic's status: ``archived``, or ``active`` for the rest.
+
+    Search leaves archived topics out and nothing else; keeping ``dormant`` too made every
+    activation a write, and a Chroma update took 13–38 ms, more as the index grew (``bench
+    soak``: a few a turn).
+    """
+    return "archived" if status == "archived" else "active"
+
+
 def topic_document(name: str, brief: str) -> str:
     """Build the text embedded and stored for a topic (the name carries weight for short briefs)."""
     return f"{name}\n{brief}"
@@ -354,20 +364,31 @@ class ChromaTopicIndex:
                     ids=[topic_id],
                     embeddings=embeddings,
                     documents=[document],
-                    metadatas=[{"status": status}],
+                    metadatas=[{"status": indexed_status(status)}],
                 )
             )
 
     def set_status(self, topic_id: str, status: str) -> None:
-        """Record a topic's status; a topic not in the index is ignored."""
+        """Record whether a topic is archived; a topic not in the index is ignored.
+
+        Written only when that changes (``indexed_status``).
+        """
+        kept = indexed_status(status)
         with self._lock:
-            if not self._request(lambda: self._collection.get(ids=[topic_id], include=[]))["ids"]:
+            found = self._request(
+                lambda: self._collection.get(ids=[topic_id], include=["metadatas"])
+            )
+            if not found["ids"]:
                 logger.debug("set_status on unindexed topic %s ignored", topic_id)
+                return
+            metadatas = found["metadatas"] or []
+            held = metadatas[0].get("status") if metadatas and metadatas[0] else None
+            if held == kept:
                 return
             # Another worker may remove the topic in between: Chroma ignores updates of
             # unknown ids, so the race costs nothing.
             self._request(
-                lambda: self._collection.update(ids=[topic_id], metadatas=[{"status": status}])
+                lambda: self._collection.update(ids=[topic_id], metadatas=[{"status": kept}])
             )
 
     def search(
@@ -378,7 +399,8 @@ class ChromaTopicIndex:
         Args:
             query: Free text, any language the embedder handles.
             k: At most this many results (fewer when fewer topics match).
-            exclude_status: Statuses to leave out.
+            exclude_status: Statuses to leave out, as the index keeps them
+                (``indexed_status``: ``archived`` or ``active``).
         """
         if k <= 0:
             return []
@@ -520,14 +542,14 @@ class InMemoryTopicIndex:
         document = topic_document(name, brief)
         vector = np.asarray(self.embedder.embed([document])[0], dtype=np.float32)
         with self._lock:
-            self._entries[topic_id] = (vector, document, status)
+            self._entries[topic_id] = (vector, document, indexed_status(status))
 
     def set_status(self, topic_id: str, status: str) -> None:
-        """Record a topic's status; a topic not in the index is ignored."""
+        """Record whether a topic is archived; a topic not in the index is ignored."""
         with self._lock:
             entry = self._entries.get(topic_id)
             if entry is not None:
-                self._entries[topic_id] = (entry[0], entry[1], status)
+                self._entries[topic_id] = (entry[0], entry[1], indexed_status(status))
 
     def search(
         self, query: str, *, k: int, exclude_status: Sequence[str] = ("archived",)
@@ -537,7 +559,8 @@ class InMemoryTopicIndex:
         Args:
             query: Free text, any language the embedder handles.
             k: At most this many results (fewer when fewer topics match).
-            exclude_status: Statuses to leave out.
+            exclude_status: Statuses to leave out, as the index keeps them
+                (``indexed_status``: ``archived`` or ``active``).
         """
         if k <= 0:
             return []

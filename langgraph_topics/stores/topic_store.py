@@ -445,6 +445,7 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
             apply_brief(topic.meta, record)
         elif kind == MERGED:
             topic.merged_into = merged_target(record)
+            self._merges_changed()
             if topic.merged_into is None:
                 logger.warning("%s: skipping a merge record naming no topic", path)
         elif kind == SUBTOPICS:
