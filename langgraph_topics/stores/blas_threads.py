@@ -7,9 +7,10 @@ one thread; yet each turn paid ~120 ms of the process's CPU for that spin (``ben
 issue 34). The thread count is a process-wide setting (``openblas_set_num_threads_local`` is
 thread-local only in OpenMP builds; numpy's wheels use pthreads), which a library must leave
 alone. So the products are computed in blocks under that size instead, which OpenBLAS keeps
-on the calling thread: ~0.5 ms more a turn against ~120 ms of CPU. (The last bits of a value
-may differ from the whole product's, as they already do with the composition of a batch:
-OpenBLAS picks its kernel by size.)
+on the calling thread: as fast as the whole product on one thread, ~1.5 ms of wall time more
+than on two against ~120 ms less CPU. (The last bits of a value may differ from the whole
+product's, as they already do with the composition of a batch: OpenBLAS picks its kernel by
+size.)
 """
 
 from __future__ import annotations
@@ -35,12 +36,12 @@ BULK_MACS = 1 << 26
 import's batches of 384 tokens encode a third faster on two cores, and one spin after each is
 a small share of its time. Elsewhere (a chat's split after the reply, every ~5 turns at a
 small budget) the spin would be most of what the batch costs."""
-
-_bulk: ContextVar[bool] = ContextVar("langgraph_topics_bulk_products", default=False)
 COLUMN_ALIGNMENT = 16
 """Blocks of columns are multiples of this (whole groups of the kernel's columns)."""
 BLOCK_ROWS = 16
 """Rows a block holds at most: fewer would read the weights once more per block."""
+
+_bulk: ContextVar[bool] = ContextVar("langgraph_topics_bulk_products", default=False)
 
 
 def one_thread_matmul(left: npt.NDArray[Any], right: npt.NDArray[Any]) -> npt.NDArray[Any]:
