@@ -475,6 +475,7 @@ class TopicRecordIndex(Generic[TopicT]):
             )
             for topic_id in interrupted:
                 del self._topics[topic_id]
+            self._merges_changed()
 
     def _count(self, topic_id: str) -> int:
         """How many messages a live topic holds (without reading them)."""
@@ -516,7 +517,7 @@ class TopicRecordIndex(Generic[TopicT]):
         return index
 
     def _merges_changed(self) -> None:
-        """A topic's ``merged_into`` was set: the merge index is made again when next asked."""
+        """Make the merge index again when next asked (a merge taken in, topics left out)."""
         self._merged_parts = None
 
     def _retire(self, source_id: str, into_id: str) -> None:
@@ -869,6 +870,7 @@ class TopicRecordIndex(Generic[TopicT]):
                 # Children without their record are left out on open: so they are now.
                 for child in made:
                     self._topics.pop(child, None)
+                self._merges_changed()
                 raise
             parent.take_split(subtopics_record(children, split_at), seq)
             self._link_split(parent)
