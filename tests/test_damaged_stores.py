@@ -27,13 +27,14 @@ from damaged_data import (
     cut_in_half,
     garble,
 )
+from small_disks import fill, unmount
 
 from langgraph_topics import TopicMemory
 from langgraph_topics.cli.store_errors import store_fault_of
 from langgraph_topics.errors import DamagedStoreError, StoreError
 from langgraph_topics.stores.topic_index import DAMAGED_INDEX_PREFIX
 
-pytest_plugins = ["damaged_data"]  # the built data directory and its copies
+pytest_plugins = ["damaged_data", "small_disks"]  # the built data directory; a small tmpfs
 
 
 COMMANDS = ["check", "transcript", "context", "topics", "chat", "import", "expand"]
@@ -123,12 +124,6 @@ def test_a_chroma_panic_or_error_reaching_the_command_line_is_one_line(tmp_path:
     assert store_fault_of(ValueError("x"), tmp_path) is None
 
 
-def unmount(path: Path) -> None:
-    """Unmount ``path``; lazily when this process still holds files there (an open memory)."""
-    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
-        subprocess.run(["umount", "-l", str(path)], capture_output=True)
-
-
 @pytest.fixture
 def read_only(data_dir: Path, tmp_path: Path) -> Iterator[Path]:
     """``data_dir`` seen through a read-only bind mount (root), or made read-only (others)."""
@@ -161,31 +156,6 @@ def test_a_read_only_data_directory_is_one_line_naming_the_file(
     assert status == 2, lines
     assert len(lines) == 1, lines
     assert str(read_only) in lines[0] and "Traceback" not in lines[0]
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs (skipped where mounting is impossible: not root, a container without it)."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {made.stderr.decode().strip() or 'not permitted'}")
-    try:
-        yield mount_point
-    finally:
-        unmount(mount_point)
-
-
-def fill(disk: Path, leave_bytes: int) -> Path:
-    """Fill ``disk`` up to ``leave_bytes`` free; returns the filler file."""
-    filler = disk / "filler"
-    free = shutil.disk_usage(disk).free - leave_bytes
-    with filler.open("wb") as handle:
-        handle.write(b"\0" * max(0, free))
-    return filler
 
 
 def test_a_full_disk_during_chat_is_one_line_and_the_line_is_answered_later(

@@ -16,9 +16,8 @@ from __future__ import annotations
 import errno
 import json
 import shutil
-import subprocess
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from disk_full import FullDisk, Variant, filled
 from fault_points import CHAT_LINES as SCENARIO_LINES
 from fault_points import import_records, open_memory
 from langchain_core.messages import BaseMessage, HumanMessage
-from test_damaged_stores import fill, unmount
+from small_disks import fill
 
 from langgraph_topics import TopicMemory
 from langgraph_topics.cli.pending_line import PREFIX, read_pending
@@ -40,7 +39,7 @@ from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.durable import append_durably, replace_durably
 from langgraph_topics.stores.topic_store import JsonlTopicStore
 
-pytest_plugins = ["damaged_data"]  # the CLI's data directory, built once per module
+pytest_plugins = ["damaged_data", "small_disks"]  # the CLI's data directory, built once per module
 
 API_THREAD = "t"
 IMPORT_CHUNK = 20
@@ -299,22 +298,6 @@ def test_a_disk_full_during_the_import_command_is_one_line_and_importing_again_f
 
 
 # ----------------------------------------------------------------------------- a real tmpfs
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MB tmpfs (root in a container can mount one; skipped where that is refused)."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    made = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)], capture_output=True
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {made.stderr.decode().strip() or 'not permitted'}")
-    try:
-        yield mount_point
-    finally:
-        unmount(mount_point)
 
 
 @pytest.fixture
