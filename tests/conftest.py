@@ -20,8 +20,10 @@ from langgraph_topics.stores.base_store_topics import BaseStoreTopicStore
 from langgraph_topics.stores.embeddings import UseEmbedder
 from langgraph_topics.stores.topic_store import JsonlTopicStore
 
-# A fixture module of the damaged-store tests (``pytest_plugins``): its asserts report as tests'.
+# Fixture modules of the damaged-store and full-disk tests (``pytest_plugins``): their asserts
+# report as tests'.
 pytest.register_assert_rewrite("damaged_data")
+pytest.register_assert_rewrite("small_disks")
 
 _background: weakref.WeakSet[BackgroundSplits] = weakref.WeakSet()
 _started = BackgroundSplits.__init__
