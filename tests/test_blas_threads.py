@@ -10,6 +10,8 @@ made whole.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -36,9 +38,9 @@ def blocks_made(
     blocks: list[tuple[int, int]] = []
     real = np.matmul
 
-    def counting(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def counting(a: np.ndarray, b: np.ndarray, **options: Any) -> np.ndarray:
         blocks.append((a.shape[0], a.shape[0] * a.shape[1] * b.shape[1]))
-        return np.asarray(real(a, b))
+        return np.asarray(real(a, b, **options))
 
     monkeypatch.setattr(np, "matmul", counting)
     one_thread_matmul(left, right)
