@@ -277,7 +277,10 @@ class Settings:
     namespace_lines: int = 50
     """A tool result over this many bytes (UTF-8) or lines is large (seed 001 T2)."""
     large_tools: tuple[str, ...] = ()
-    """Tools whose results are always large, whatever their size (e.g. ``read_file``)."""
+    """Tools whose results are always large, whatever their size. None by default: a small
+    result shown by reference costs more tokens than itself and a ``read_namespace`` call
+    to read exactly (docs/tool-results.md); ``namespace.SEED_LARGE_TOOLS`` is seed 001 T2's
+    list (``read_file``, ``list_directory``, ``grep``, ``diff_files``)."""
     namespace_preview_chars: int = 600
     """Bound of the key-information preview shown with a reference."""
     namespace_cache_bytes: int = 10_000_000

@@ -8,7 +8,7 @@ import pytest
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_topics.namespace.reference import reference_for
+from langgraph_topics.namespace.reference import content_digest, reference_for
 from langgraph_topics.stores.base_store_namespace import BaseStoreNamespaceStore
 from langgraph_topics.stores.base_store_topics import thread_namespace
 from langgraph_topics.stores.namespace_store import NamespaceEntryError, NamespaceStore
@@ -68,3 +68,38 @@ def test_a_damaged_entry_is_one_line_and_is_written_again(base_store: BaseStore)
             reader.read(reference)
         assert reader.put("the full text") == reference  # written again from the message
         assert BaseStoreNamespaceStore(base_store, THREAD).read(reference) == "the full text"
+
+
+def test_entries_keep_the_call_and_count_reads_apart(base_store: BaseStore) -> None:
+    store = BaseStoreNamespaceStore(base_store, THREAD)
+    reference = store.put(BIG, tool="read_file", args={"path": "status.txt"}, summary="status")
+    assert store.read(reference) == BIG
+    # Another worker reads it too, and sees the first read.
+    worker = BaseStoreNamespaceStore(base_store, THREAD)
+    assert worker.read(reference) == BIG and worker.peek(reference) == BIG
+    entry = BaseStoreNamespaceStore(base_store, THREAD).entry(reference)
+    assert entry is not None and entry.key == reference and entry.content == BIG
+    assert entry.tool_name == "read_file" and entry.args == {"path": "status.txt"}
+    assert entry.content_summary == "status" and entry.created_at.startswith("20")
+    assert entry.access_count == 2
+    # The counts are not among the entries.
+    assert len(base_store.search((*thread_namespace(THREAD), "namespace"))) == 1
+
+
+def test_an_item_stored_before_args_and_counts_still_loads(base_store: BaseStore) -> None:
+    reference = reference_for("an older entry")
+    digest = reference.rsplit("/", 1)[-1]
+    old = {
+        "reference": reference,
+        "tool": "grep",
+        "sha256": content_digest("an older entry"),
+        "content": '"an older entry"',
+    }
+    base_store.put((*thread_namespace(THREAD), "namespace"), digest, old, index=False)
+    store = BaseStoreNamespaceStore(base_store, THREAD)
+    entry = store.entry(reference)
+    assert entry is not None and entry.content == "an older entry" and entry.tool_name == "grep"
+    assert entry.args == {} and entry.content_summary == "" and entry.access_count == 0
+    assert entry.created_at.startswith("20")  # the item's time
+    assert store.read(reference) == "an older entry"
+    assert store.entry(reference).access_count == 1  # type: ignore[union-attr]

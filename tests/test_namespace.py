@@ -21,31 +21,38 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
-from llm_wire import FakeOpenAI, Reply
+from llm_wire import FakeOpenAI, Reply, Request
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.middleware import TopicMemoryMiddleware
 from langgraph_topics.middleware.fakes import ToolCallingFakeModel
 from langgraph_topics.namespace import (
+    SEED_LARGE_TOOLS,
     NamespacePolicy,
     digest_of,
     find_references,
     key_information,
     reference_for,
 )
+from langgraph_topics.namespace.reference import content_digest
+from langgraph_topics.namespace.window import SHORTENED_MARK, NamespaceWindow, reference_text
+from langgraph_topics.nodes.assemble import assemble_window, tool_exchanges
 from langgraph_topics.roles.llm import LlmResponder
 from langgraph_topics.roles.llm.calling import CallPolicy
+from langgraph_topics.roles.llm.escaping import escape_text
 from langgraph_topics.roles.llm.retries import Backoff
 from langgraph_topics.roles.native import native_roles
 from langgraph_topics.roles.native.responder import NativeResponder
 from langgraph_topics.services import thread_directory
-from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.state.records import AssembledContext, StoredMessage, TopicResult
 from langgraph_topics.stores.namespace_store import (
     FileNamespaceStore,
     InMemoryNamespaceStore,
+    NamespaceEntry,
     NamespaceEntryError,
 )
+from langgraph_topics.tokens import TokenCounter, default_token_counter, message_tokens
 
 SECRET = "the passphrase of the staging vault is PELICAN-42"
 TAIL = "the rollback tag is OSPREY-7"
@@ -136,6 +143,18 @@ def assert_topics_paired(memory: TopicMemory, thread: str) -> None:
         assert_paired(store.messages(topic_id))
 
 
+def tool_result_of(request: Request) -> str:
+    """What a responder request shows of the tool result ``t-log`` (the responder sends a
+    tool exchange as text: ``[tool result read_file]`` and the result's content)."""
+    found = [
+        str(m["content"])
+        for m in request.messages
+        if "[tool result read_file]" in str(m["content"])
+    ]
+    assert len(found) == 1, [m["role"] for m in request.messages]
+    return found[0]
+
+
 def filler(count: int) -> list[BaseMessage]:
     """Long unrelated exchanges, enough to push the exchange above into a topic."""
     words = "garden tomato compost seedlings mulch watering aphids soil basil trellis".split()
@@ -169,9 +188,12 @@ def test_a_200_kb_tool_result_is_a_reference_read_back_for_one_round(
     assert REF in first.prompt_text and "lines, " in first.prompt_text
     assert "PELICAN" not in first.prompt_text and len(first.prompt_text) < 10_000
     assert first.tools == ["read_namespace"]
-    # The next round sees the full text, within the budget (its start: the budget is 6,000).
-    assert SECRET in second.system and TAIL not in second.system
-    assert "shortened to fit the window" in second.system
+    # The next round sees the full text in place of the reference (seed 001 T2), within the
+    # budget (its start: the budget is 6,000); the system prompt stays as it was.
+    shown = tool_result_of(second)
+    assert SECRET in shown and TAIL not in shown and REF not in shown
+    assert "…[shortened to fit the window; read it again for the rest]" in shown
+    assert second.system == first.system  # no topic here: not a byte of it changed
     assert second.tools == []  # nothing left to read
     context = result["context"]
     assert context["namespace_read"] == [REF] and context["tokens"] <= 6000
@@ -226,7 +248,8 @@ def test_with_room_the_whole_200_kb_is_read_back(tmp_path: Path, wire: FakeOpenA
     )
     memory.run_turn("big", {"messages": [*exchange(BIG), HumanMessage("Rollback tag?", id="u")]})
     first, second = wire.of_role("responder")
-    assert BIG not in first.system and BIG in second.system
+    assert BIG not in first.prompt_text and BIG in tool_result_of(second)
+    assert BIG not in second.system
     assert memory.state("big")["context"]["tokens"] <= 150_000
 
 
@@ -271,7 +294,7 @@ def test_a_damaged_entry_is_one_line_and_the_message_is_kept(
         memory.run_turn("t", {"messages": [HumanMessage("The passphrase?", id="u2")]})
         warnings = [r.getMessage() for r in caplog.records if "namespace entry" in r.getMessage()]
         assert warnings and all(str(entry) in w and "\n" not in w for w in warnings)
-        assert SECRET in wire.of_role("responder")[-1].system
+        assert SECRET in tool_result_of(wire.of_role("responder")[-1])
         assert json.loads(entry.read_text("utf-8"))["content"] == BIG
         assert all(m["content"] != BIG for m in memory.state("t")["context"]["messages"])
         assert memory.state("t")["messages"][2].content == BIG  # the working set keeps it
@@ -325,11 +348,27 @@ def test_agent_model_reads_a_reference_through_the_middleware(tmp_path: Path) ->
     agent.invoke({"messages": [HumanMessage(f"Please read it: {REF}")]}, config)
     acknowledgement = model.calls[3][-1]
     assert isinstance(acknowledgement, ToolMessage) and "in your context" in acknowledgement.text
-    assert SECRET in model.calls[3][0].text  # the window of the call after the read
+    # The window of the call after the read: the tool message shows the full text in place
+    # of its reference (seed 001 T2); the system message does not carry it.
+    result = next(
+        m
+        for m in model.calls[3]
+        if isinstance(m, ToolMessage) and m.tool_call_id == shown.tool_call_id
+    )
+    assert SECRET in result.text and REF not in result.text
+    assert SECRET not in model.calls[3][0].text
+    # The middleware's read_namespace read the entry once (the windows only look at it).
+    store = memory.services.stores("w").namespace_store
+    entry = store.entry(REF)
+    assert entry is not None and entry.access_count == 1 and entry.tool_name == "read_log"
+    assert entry.args == {"query": "Open the worker log"}
 
     agent.invoke({"messages": [HumanMessage("read it: namespace://tool/ffffffffffffffff")]}, config)
     assert "No stored tool result" in model.calls[5][-1].text
     assert SECRET not in model.calls[5][0].text  # back to the reference
+    again = [m for m in model.calls[5] if isinstance(m, ToolMessage) and m.text.startswith("<")]
+    assert again and again[0].text.startswith(f"<{REF}>")
+    assert store.entry(REF).access_count == 1  # type: ignore[union-attr]
     for call in model.calls:
         calls = {c["id"] for m in call if isinstance(m, AIMessage) for c in m.tool_calls}
         answered = {m.tool_call_id for m in call if isinstance(m, ToolMessage)}
@@ -348,7 +387,9 @@ def test_native_responder_reads_the_reference_a_question_names(tmp_path: Path) -
         ask = HumanMessage(f"What does {REF} say about the staging vault?", id="u")
         result = memory.run_turn("n", {"messages": [*exchange(BIG), ask]})
         assert result["namespace_reads"] == [REF]
-        assert SECRET in result["context"]["system_prompt"]
+        shown = next(m for m in result["context"]["messages"] if m["id"] == "t-log")
+        assert SECRET in shown["content"] and REF not in shown["content"]
+        assert SECRET not in result["context"]["system_prompt"]
         assert isinstance(result["messages"][-1], AIMessage)
 
 
@@ -405,3 +446,194 @@ def test_store_is_content_addressed_and_bounded_in_memory(tmp_path: Path) -> Non
         f"see <{reference_for('new text')}>"
     )
     assert FileNamespaceStore(tmp_path / "ns").read(reference_for("new text")) is None
+
+
+# --- where this follows seed 001 T2 -----------------------------------------------------------
+
+
+def test_the_seeds_always_large_tools_are_offered_not_the_default() -> None:
+    # Seed 001 T2's read_file / list_directory / grep / diff_files are one setting away...
+    assert Settings().large_tools == ()
+    grep = tool_message("src/app/config.py:42:    timeout = 15", name="grep")
+    assert not NamespacePolicy.of(Settings()).is_large(grep)
+    seed = NamespacePolicy.of(Settings(large_tools=SEED_LARGE_TOOLS))
+    assert seed.is_large(grep)
+    assert all(seed.is_large(tool_message("x", name=name)) for name in SEED_LARGE_TOOLS)
+    # ... and not the default (docs/tool-results.md): a small result shown by reference costs
+    # the window more than itself, and its exact text (here its indentation) only comes back
+    # through a read_namespace call, i.e. another model call.
+    counter = default_token_counter()
+    shown: StoredMessage = {**grep, "content": reference_text(grep, "en")}
+    assert message_tokens(shown, counter) > 3 * message_tokens(grep, counter)
+    assert grep["content"] not in shown["content"]
+
+
+def read_file_exchange() -> list[StoredMessage]:
+    call: StoredMessage = {
+        "id": "a",
+        "role": "assistant",
+        "content": "",
+        "timestamp": "2026-07-20T12:00:00+00:00",
+        "tool_calls": [{"id": "c", "name": "read_file", "args": {"path": "worker.log"}}],
+    }
+    result: StoredMessage = {
+        "id": "t",
+        "role": "tool",
+        "content": BIG,
+        "timestamp": "2026-07-20T12:00:01+00:00",
+        "tool_call_id": "c",
+        "name": "read_file",
+    }
+    return [call, result]
+
+
+def assemble_with(
+    window: NamespaceWindow,
+    quoted: list[StoredMessage],
+    budget: int,
+    counter: TokenCounter | None = None,
+) -> AssembledContext:
+    """A window whose topic quotes ``quoted`` (viewed), finished by ``window``."""
+    counter = counter or default_token_counter()
+    question: StoredMessage = {"id": "u", "role": "user", "content": "The passphrase?"}
+    viewed = window.views(quoted)
+    result: TopicResult = {
+        "topic_id": "logs",
+        "name": "Worker logs",
+        "brief": "",
+        "file": "logs.jsonl",
+        "relevance_score": 0.9,
+        "referenced_message_ids": [m["id"] for m in viewed],
+        "summary": "",
+        "round": 0,
+    }
+    free = window.prepare([question], keep_recent=4, budget=budget, counter=counter)
+    context = assemble_window(
+        [question],
+        {},
+        [result],
+        {m["id"]: m for m in viewed},
+        budget=budget - free,
+        keep_recent=4,
+        reference_threshold=0.3,
+        language="en",
+        counter=counter,
+        exchanges=tool_exchanges(viewed),
+    )
+    finished = window.finish(context, budget, counter)
+    total = counter(finished["system_prompt"]) + sum(
+        message_tokens(m, counter) for m in finished["messages"]
+    )
+    assert finished["tokens"] == total <= budget
+    return finished
+
+
+def test_a_quoted_reference_read_is_replaced_in_its_quote() -> None:
+    store = InMemoryNamespaceStore()
+    before = assemble_with(
+        NamespaceWindow(store, NamespacePolicy(), "en"), read_file_exchange(), 4000
+    )
+    assert f"read_file: &lt;{REF}&gt;" in before["system_prompt"]  # quoted, escaped
+    assert before["namespace_refs"] == [REF]
+    window = NamespaceWindow(store, NamespacePolicy(), "en", reads=[REF], counting=[REF])
+    after = assemble_with(window, read_file_exchange(), 4000)
+    # The quote of the tool result holds the text (escaped, on its line), not the reference.
+    assert f"read_file: {escape_text(BIG[:300])}" in after["system_prompt"].replace("\\n", "\n")
+    assert SECRET in after["system_prompt"] and f"&lt;{REF}&gt;" not in after["system_prompt"]
+    assert "Full text of" not in after["system_prompt"]
+    quoted = next(m for m in after["referenced_messages"] if m["id"] == "t")
+    assert quoted["content"].startswith(BIG[:1000]) and SHORTENED_MARK in quoted["content"]
+    assert after["namespace_read"] == [REF] and "namespace_refs" not in after
+    entry = store.entry(REF)
+    assert entry is not None and entry.access_count == 1 and entry.args == {"path": "worker.log"}
+
+
+def test_a_text_read_is_shortened_again_when_its_quote_costs_more() -> None:
+    # A counter to which a quote's escaped line breaks (\\n) cost far more than the text's
+    # own: the text read, sized on the text, passes the budget once quoted.
+    def counter(text: str) -> int:
+        return len(text) // 4 + 30 * text.count("\\n")
+
+    store = InMemoryNamespaceStore()
+    window = NamespaceWindow(store, NamespacePolicy(), "en", reads=[REF])
+    after = assemble_with(window, read_file_exchange(), 4000, counter)  # within the budget
+    quoted = next(m for m in after["referenced_messages"] if m["id"] == "t")
+    assert quoted["content"].startswith(BIG[:200]) and quoted["content"].endswith(SHORTENED_MARK)
+    assert f"&lt;{REF}&gt;" not in after["system_prompt"]
+
+
+def test_a_read_the_window_does_not_show_goes_to_the_system_prompt() -> None:
+    store = InMemoryNamespaceStore()
+    store.put(BIG, tool="read_file")
+    window = NamespaceWindow(store, NamespacePolicy(), "en", reads=[REF])
+    after = assemble_with(window, [], 4000)
+    assert f"Full text of <{REF}>" in after["system_prompt"] and SECRET in after["system_prompt"]
+    assert store.entry(REF).access_count == 0  # type: ignore[union-attr]  # not a new read
+
+
+def test_entries_keep_the_call_and_count_reads_across_a_restart(
+    tmp_path: Path, wire: FakeOpenAI
+) -> None:
+    wire.script(
+        "responder",
+        Reply(tool_calls=[("read_namespace", {"reference": REF})]),
+        Reply("PELICAN-42."),
+    )
+    with llm_memory(tmp_path / "memory", wire) as memory:
+        memory.run_turn("e", {"messages": [*exchange(BIG), HumanMessage("Passphrase?", id="u")]})
+    root = thread_directory(tmp_path / "memory", "e") / "namespace"
+    path = root / f"{digest_of(REF)}.json"
+    written = path.read_bytes()
+    entry = FileNamespaceStore(root).entry(REF)
+    assert entry is not None and entry.key == REF and entry.content == BIG
+    assert entry.tool_name == "read_file" and entry.args == {"path": "worker.log"}
+    assert entry.created_at.startswith("20") and entry.access_count == 1
+    assert entry.content_summary == key_information(BIG, "en")
+    # Another process, another turn, another read: the count survives, the entry is as written.
+    wire.script(
+        "responder",
+        Reply(tool_calls=[("read_namespace", {"reference": REF})]),
+        Reply("OSPREY-7."),
+    )
+    with llm_memory(tmp_path / "memory", wire) as memory:
+        memory.run_turn("e", {"messages": [HumanMessage("Rollback tag?", id="u2")]})
+    assert FileNamespaceStore(root).entry(REF).access_count == 2  # type: ignore[union-attr]
+    assert path.read_bytes() == written
+    assert (root / f"{digest_of(REF)}.reads").read_text("ascii").count("\n") == 2
+
+
+def test_an_entry_stored_before_args_and_counts_still_loads(tmp_path: Path) -> None:
+    root = tmp_path / "ns"
+    root.mkdir()
+    old = {"reference": REF, "tool": "read_file", "sha256": content_digest(BIG), "content": BIG}
+    path = root / f"{digest_of(REF)}.json"
+    path.write_text(json.dumps(old), "utf-8")
+    store = FileNamespaceStore(root)
+    entry = store.entry(REF)
+    assert entry is not None and entry.content == BIG and entry.tool_name == "read_file"
+    assert entry.args == {} and entry.content_summary == "" and entry.access_count == 0
+    assert entry.created_at.startswith("20")  # the file's time
+    assert store.read(REF) == BIG and store.read(REF) == BIG
+    assert FileNamespaceStore(root).entry(REF).access_count == 2  # type: ignore[union-attr]
+    assert json.loads(path.read_text("utf-8")) == old  # never rewritten
+    assert store.put(BIG, tool="grep", args={"pattern": "x"}) == REF  # the first one stays
+    assert FileNamespaceStore(root).entry(REF).args == {}  # type: ignore[union-attr]
+
+
+def test_in_memory_entries_and_dry_runs_count_apart() -> None:
+    base = InMemoryNamespaceStore()
+    base.put(BIG, tool="read_file", args={"path": "worker.log"}, summary="log")
+    overlay = InMemoryNamespaceStore(base)
+    assert overlay.read(REF) == BIG and overlay.read(REF) == BIG
+    assert overlay.entry(REF).access_count == 2  # type: ignore[union-attr]
+    assert base.entry(REF) == NamespaceEntry(
+        REF,
+        "read_file",
+        {"path": "worker.log"},
+        BIG,
+        "log",
+        base.meta[digest_of(REF) or ""].created_at,
+        0,
+    )
+    assert base.peek(REF) == BIG and base.entry(REF).access_count == 0  # type: ignore[union-attr]
+    assert overlay.entry(reference_for("never stored")) is None

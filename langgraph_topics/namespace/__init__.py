@@ -4,7 +4,12 @@ See ``namespace.window`` (not imported here: it needs the stores) for how a wind
 them and ``stores.namespace_store`` for where the full texts are kept.
 """
 
-from langgraph_topics.namespace.policy import BYTE_THRESHOLD, LINE_THRESHOLD, NamespacePolicy
+from langgraph_topics.namespace.policy import (
+    BYTE_THRESHOLD,
+    LINE_THRESHOLD,
+    SEED_LARGE_TOOLS,
+    NamespacePolicy,
+)
 from langgraph_topics.namespace.preview import key_information
 from langgraph_topics.namespace.reference import (
     REFERENCE_PREFIX,
@@ -20,6 +25,7 @@ __all__ = [
     "READ_NAMESPACE",
     "READ_NAMESPACE_TOOL",
     "REFERENCE_PREFIX",
+    "SEED_LARGE_TOOLS",
     "NamespacePolicy",
     "digest_of",
     "find_references",

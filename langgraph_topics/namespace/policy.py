@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 BYTE_THRESHOLD = 2048
 LINE_THRESHOLD = 50
 """Seed 001 T2, decision 1: ``len > 2048 || lines > 50``."""
+SEED_LARGE_TOOLS = ("read_file", "list_directory", "grep", "diff_files")
+"""Seed 001 T2's always-large tools (``is_always_large_tool``): not the default of
+``Settings.large_tools``, which is empty (docs/tool-results.md says why); pass it to opt in."""
 
 
 @dataclass(frozen=True)
@@ -23,7 +26,8 @@ class NamespacePolicy:
     max_bytes: int = BYTE_THRESHOLD
     max_lines: int = LINE_THRESHOLD
     large_tools: Collection[str] = ()
-    """Tools whose results always go to the namespace, whatever their size."""
+    """Tools whose results always go to the namespace, whatever their size (none by default;
+    ``SEED_LARGE_TOOLS`` are the seed's)."""
     enabled: bool = True
 
     @classmethod

@@ -406,6 +406,11 @@ def _select(
     for piece in sorted(pieces, key=lambda p: (-p.value, p.order)):
         extra = 0
         day = ""
+        if used + piece.cost > room:
+            # What it would open costs more still: no need to price the header, day or note
+            # (a note looks its question up in the store), for each of a long tail of quotes.
+            selection.given_way.append(piece)
+            continue
         if piece.kind != "unsplit":
             if piece.block not in selection.opened_topics:
                 extra += header_cost(piece.block)
@@ -846,7 +851,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     if request:
         reads.append(request)
     # Large tool results enter every part of the window by reference and preview (seed 001
-    # T2); the texts the responder read this turn are added to the system prompt, in budget.
+    # T2); a text the responder read this turn replaces its reference, in budget.
     namespace = NamespaceWindow(
         stores.namespace_store,
         NamespacePolicy.of(settings),
@@ -855,12 +860,15 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         reads=reads,
         can_read=len(reads) < settings.max_namespace_reads,
         preview_chars=settings.namespace_preview_chars,
+        counting=[request] if request else [],
     )
+    for calls in (*exchanges.values(), *partners.values()):
+        namespace.learn_calls(calls)
     working = namespace.views(working)
     lookup = {i: namespace.view(m) for i, m in lookup.items()}
     partners = {i: namespace.views(ms) for i, ms in partners.items()}
     exchanges = {i: namespace.views(ms) for i, ms in exchanges.items()}
-    addition = namespace.addition_within(
+    kept_free = namespace.prepare(
         working, keep_recent=settings.keep_recent, budget=settings.budget_tokens, counter=counter
     )
     context = assemble_window(
@@ -868,7 +876,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         located,
         results,
         lookup,
-        budget=settings.budget_tokens - (counter(addition) + 4 if addition else 0),
+        budget=settings.budget_tokens - kept_free,
         keep_recent=settings.keep_recent,
         reference_threshold=settings.reference_threshold,
         language=language,
@@ -882,7 +890,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         question_of=questions_in(store),
         alternate=alternates(state, services),
     )
-    context = namespace.finish(context, addition, settings.budget_tokens, counter)
+    context = namespace.finish(context, settings.budget_tokens, counter)
     update: dict[str, Any] = {"context": context}
     if request:
         update |= {"namespace_reads": reads, "namespace_request": None}
