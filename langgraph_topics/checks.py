@@ -10,6 +10,8 @@ from pathlib import Path
 from langgraph_topics.errors import InputError
 from langgraph_topics.state.records import AssembledContext, TopicResult
 from langgraph_topics.stores.checkpointed_mark import MARK_FILE
+from langgraph_topics.stores.protocols import ReviewableTopicStore, TopicStore
+from langgraph_topics.stores.time_index_file import DamagedTimeIndex, TimeIndex, read_time_index
 from langgraph_topics.stores.topic_audit import TopicFilesAudit
 from langgraph_topics.stores.topic_store import TOPICS_DIR
 
@@ -172,3 +174,60 @@ def check_context(
         report.fail(f"no message twice: {twice[:5]} appear more than once")
     if context["tokens"] > context["budget"]:
         report.fail(f"budget: window of {context['tokens']} tokens over {context['budget']}")
+
+
+def check_links(report: CheckReport, store: TopicStore, shown: int = 5) -> None:
+    """Every link of the branch's topics names a topic the branch has (live, or merged).
+
+    A link to a topic the branch does not have (a record edited by hand, a topic left out on
+    open) breaks no invariant: ``topics`` lists it as recorded and nothing follows it, so it is
+    a note.
+    """
+    topic_ids = store.topic_ids()
+    live = set(topic_ids)
+    links: set[tuple[str, frozenset[str]]] = set()
+    unknown: list[str] = []
+    for topic_id in topic_ids:
+        for other, kind in store.links(topic_id):
+            links.add((kind, frozenset((topic_id, other))))
+            if other not in live and not _has_topic(store, other):
+                unknown.append(f"{topic_id} -> {other} ({kind})")
+    if unknown:
+        report.note(
+            f"{len(unknown)} links name a topic this branch does not have (left as they are): "
+            f"{unknown[:shown]}"
+        )
+    report.counts["links"] = len(links)
+
+
+def _has_topic(store: TopicStore, topic_id: str) -> bool:
+    """Whether the store knows a topic that ``topic_ids`` leaves out (one merged into another)."""
+    try:
+        if isinstance(store, ReviewableTopicStore):
+            store.merged_into(topic_id)
+        else:
+            store.meta(topic_id)
+    except KeyError:
+        return False
+    return True
+
+
+def check_time_index(report: CheckReport, path: Path, index: TimeIndex) -> None:
+    """The time index kept beside the topic files matches the branch's (``time_index_file``).
+
+    It is derived data, rewritten at the next change of topics (and rebuilt on open when
+    missing or unreadable): a mismatch is a note, never a failure.
+    """
+    try:
+        found = read_time_index(path)
+    except (DamagedTimeIndex, OSError) as error:
+        report.note(f"{error}: derived data, rebuilt from the topic files when next opened")
+        return
+    if found is None:
+        if index:
+            report.note(f"{path}: missing (derived data, rebuilt when the thread is next opened)")
+    elif found != {day: list(ids) for day, ids in index.items()}:
+        report.note(
+            f"{path}: differs from this branch's topics (another branch's, or a write a crash "
+            "cut short; derived data, rewritten at the next split or review)"
+        )

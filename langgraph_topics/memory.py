@@ -22,7 +22,9 @@ from langgraph.types import Durability, StateSnapshot
 from langgraph_topics.checks import (
     CheckReport,
     check_context,
+    check_links,
     check_partition,
+    check_time_index,
     check_topic_files,
     lost_checkpoints,
     unknown_checkpoint,
@@ -79,7 +81,9 @@ from langgraph_topics.stores.postgres_profile import (
 from langgraph_topics.stores.protocols import Embedder, ReviewableTopicStore
 from langgraph_topics.stores.store_audit import audit_store_records
 from langgraph_topics.stores.store_faults import checkpoint_fault
+from langgraph_topics.stores.time_index_file import TIME_INDEX_FILE
 from langgraph_topics.stores.topic_audit import audit_topic_files
+from langgraph_topics.stores.topic_store import TOPICS_DIR, JsonlTopicStore
 from langgraph_topics.stores.typed_faults import typed_file_faults
 from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
@@ -115,6 +119,16 @@ class ContextReport(TypedDict):
     events: list[TurnEvent]
 
 
+class TopicLink(TypedDict):
+    """A relation of a listed topic to another (``TopicStore.links``; ``stores/link_kinds``)."""
+
+    topic_id: str
+    """The other topic: a merged one is not listed itself (its messages are this topic's)."""
+    kind: str
+    """``subtopic`` (a division), ``merged`` (a review's merge), ``related`` (quoted together
+    in one window), or a kind an application recorded itself."""
+
+
 class TopicSummary(TypedDict):
     """A topic as ``TopicMemory.topics`` lists it."""
 
@@ -139,6 +153,8 @@ class TopicSummary(TypedDict):
     children: NotRequired[list[str]]
     """A topic divided into subtopics (status ``split``): their ids. ``message_count`` counts
     a topic's own messages, so a divided one counts none and its subtopics count theirs."""
+    links: NotRequired[list[TopicLink]]
+    """Its relations to other topics, each once (left out when it has none)."""
 
 
 def _new_id() -> str:
@@ -674,7 +690,7 @@ class TopicMemory:
             raise unknown_checkpoint(thread_id, checkpoint_id, self.location)
 
     def topics(self, thread_id: str) -> list[TopicSummary]:
-        """Every topic of the thread with its status, size, brief, memory score and tier."""
+        """Every topic of the thread with its status, size, brief, memory score, tier, links."""
         thread_id = check_thread_id(thread_id)
         with self._files(thread_id):
             values = self.state(thread_id)
@@ -699,6 +715,9 @@ class TopicMemory:
                     summary["brief_card"] = meta["brief_card"]
                 if record and record.get("children"):
                     summary["children"] = list(record["children"])
+                links = store.links(topic_id)
+                if links:
+                    summary["links"] = [{"topic_id": other, "kind": kind} for other, kind in links]
                 if record and record["status"] != "split":  # scored through its subtopics
                     scored = self._memory_score(record)
                     summary["memory_score"], summary["tier"] = scored.score, scored.tier
@@ -1086,6 +1105,9 @@ class TopicMemory:
                 audit = audit_store_records(store.stored_records(), ranges)
             located = store.message_ids()
             cut_short = checkpoint_id is None and self.interrupted(thread_id)
+            check_links(report, store)
+            if isinstance(store, JsonlTopicStore) and checkpoint_id is None:
+                check_time_index(report, root / TOPICS_DIR / TIME_INDEX_FILE, store.time_index())
         working_ids = [m.id or "" for m in values.get("messages", [])]
         total = values.get("total_messages", 0)
         last_seen = values.get("last_seen_id")

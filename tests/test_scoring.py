@@ -290,7 +290,17 @@ def test_cli_pin_unpin_rate_and_topics(tmp_path: Path, capsys: pytest.CaptureFix
     assert status == 0 and out.startswith(f"rated 4 {topic_id}")
     status, out, _ = _cli(["topics", *common], capsys)
     header, _, *rows = out.splitlines()
-    assert header.split() == ["id", "status", "messages", "last", "score", "memory", "tier", "name"]
+    assert header.split() == [
+        "id",
+        "status",
+        "messages",
+        "last",
+        "score",
+        "memory",
+        "tier",
+        "links",
+        "name",
+    ]
     row = next(r for r in rows if r.startswith(topic_id))
     assert "(pinned)" in row
     assert _cli(["unpin", *common, topic_id], capsys)[0] == 0

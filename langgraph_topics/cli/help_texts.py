@@ -92,9 +92,11 @@ examples:
   langgraph-topics topics --thread bob --map map.md     # both Mermaid diagrams in one page
 
 Lists id, status (active, dormant, archived), message count, last relevance score, memory
-score and tier (core, essence, memory-only, archive; seed 004 §2) and name. The map draws
-the topics grouped by status with subtopics under their parent, and the days each topic was
-talked about on a real date axis. A PNG needs matplotlib (pip install matplotlib).
+score and tier (core, essence, memory-only, archive; seed 004 §2), links by kind (related:
+quoted together; merged: a review's merge) and name. The map draws the topics grouped by
+status with subtopics under their parent, and the days each topic was talked about on a real
+date axis; Mermaid adds each link as a dashed edge. A PNG needs matplotlib (pip install
+matplotlib).
 """,
     f"{PROG} pin": """
 examples:

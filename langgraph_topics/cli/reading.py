@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph_topics.cli.opening import open_existing
 from langgraph_topics.cli.tables import clip, print_json, render_table
-from langgraph_topics.cli.topic_tree import subtree_messages, tree_order
+from langgraph_topics.cli.topic_tree import link_counts, subtree_messages, tree_order
 from langgraph_topics.errors import InputError, first_line
 
 
@@ -158,11 +158,12 @@ def run_topics(args: argparse.Namespace) -> int:
             f"{t['scores'][-1]:.2f}" if t["scores"] else "-",
             f"{t['memory_score']:.2f}" if "memory_score" in t else "-",
             t.get("tier", "-") + (" (pinned)" if t.get("usage", {}).get("pinned") else ""),
+            link_counts(t),
             ("  " * (depth - 1) + "└ " if depth else "") + clip(t["name"], 50),
         ]
         for depth, t in tree_order(topics)
     ]
-    headers = ["id", "status", "messages", "last score", "memory", "tier", "name"]
+    headers = ["id", "status", "messages", "last score", "memory", "tier", "links", "name"]
     print(render_table(headers, rows))
     return 0
 

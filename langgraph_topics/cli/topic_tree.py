@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langgraph_topics.stores.link_kinds import SUBTOPIC_LINK
+
 TopicRow = Mapping[str, Any]
 """A topic as ``TopicMemory.topics`` lists it (``id``, ``parent_id``, ``message_count``…)."""
 
@@ -57,3 +59,15 @@ def subtree_messages(topics: Sequence[TopicRow]) -> dict[str, int]:
             parent = parents[current]
             current = str(parent) if parent is not None else None
     return totals
+
+
+def link_counts(topic: TopicRow) -> str:
+    """A topic's links for the table, by kind (``merged 1, related 2``; ``-`` for none).
+
+    Subtopic links are left out: the tree's indentation shows them already.
+    """
+    counts: dict[str, int] = {}
+    for link in topic.get("links") or []:
+        if link["kind"] != SUBTOPIC_LINK:
+            counts[link["kind"]] = counts.get(link["kind"], 0) + 1
+    return ", ".join(f"{kind} {count}" for kind, count in counts.items()) or "-"

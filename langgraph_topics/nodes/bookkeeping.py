@@ -9,6 +9,8 @@ from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.governor import UNREACHED_REASONS
 from langgraph_topics.activation.grey import activation_threshold, decide_dormancy
+from langgraph_topics.links.quoted_together import link_quoted_together
+from langgraph_topics.review.actions import written_ranges
 from langgraph_topics.scoring import core_topics, turn_counts, with_counts
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import TopicRecord, TurnEvent
@@ -24,12 +26,15 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
     reading, as in a memory without models; one read by nothing (past ``max_active``) keeps
     its history, and a skip for its evidence then counts as a round at risk of dormancy.
     Dormancy is conservative: a topic falls asleep only after ``Settings.dormancy_rounds``
-    scored rounds at risk, and never in the turn that activated it (seed 000 §15.6).
+    scored rounds at risk, and never in the turn that activated it (seed 000 §15.6). Topics
+    the window quoted together are linked (``links.quoted_together``), and a new link's record
+    joins the branch's ``store_ranges`` as a split's do.
     """
     services = services_of(runtime)
     settings = services.settings
     thread_id = thread_id_of(runtime)
-    index = services.stores(thread_id).topic_index
+    stores = services.stores(thread_id)
+    index = stores.topic_index
     results = state.get("topic_results") or {}
     turn_events = state.get("events") or []
     clock = services.clock()
@@ -92,4 +97,7 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
     if decision.dormant:
         get_stream_writer()({"event": "dormant", "topics": list(decision.dormant)})
     log_turn(services, thread_id, state, topics, events)
-    return {"topics": topics, "events": events}
+    update: dict[str, Any] = {"topics": topics, "events": events}
+    if link_quoted_together(stores.topic_store, state.get("context"), results):
+        update.update(written_ranges(stores))  # the link records are the branch's
+    return update

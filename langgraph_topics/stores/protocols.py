@@ -75,11 +75,18 @@ class TopicStore(Protocol):
         ...
 
     def link(self, from_id: str, to_id: str, kind: str) -> None:
-        """Record a relation between two topics (e.g. ``subtopic``, ``related``)."""
+        """Record a relation between two topics (e.g. ``related``; ``stores/link_kinds``).
+
+        Recording it again is a no-op; KeyError for an unknown or merged topic.
+        """
         ...
 
     def links(self, topic_id: str) -> list[tuple[str, str]]:
-        """Relations of a topic as ``(other_id, kind)``."""
+        """Relations of a topic as ``(other_id, kind)``, each once.
+
+        The package's stores list those their merge and split records make (``merged``,
+        ``subtopic``) without a link record, then the recorded ones.
+        """
         ...
 
     def transcript(self) -> list[StoredMessage]:

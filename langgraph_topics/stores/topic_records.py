@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from langgraph_topics.state.records import ArchivedTopic, StoredMessage, SubtopicPart, TopicMeta
 from langgraph_topics.stores.archive_shelves import ArchiveShelf
+from langgraph_topics.stores.link_kinds import MERGED_LINK, SUBTOPIC_LINK
 from langgraph_topics.stores.merged_topics import combined, live_topic, merge_record
 from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.stores.seq_ranges import SeqRanges
@@ -336,6 +337,14 @@ class TopicRecordIndex(Generic[TopicT]):
     def _take_unseen(self, seqs: Sequence[int]) -> None:
         """Count records :meth:`_unseen_copies` found as the branch's from now on."""
 
+    def _days_changed(self) -> None:
+        """Follow up a write that changed :meth:`time_index` (nothing by default).
+
+        Called after a split, a merge, or an append that gave a topic a new day: never after
+        an append on days the topic already had, so that a store keeping the index elsewhere
+        (the JSONL store's ``time-index.json``) writes nothing on most turns.
+        """
+
     def _catch_up(self) -> None:
         """Take in what the store learnt since (called under the lock before every method)."""
 
@@ -643,6 +652,7 @@ class TopicRecordIndex(Generic[TopicT]):
             # already, unseen by the branch: those records are taken, not written again, so
             # that the topic never holds an id twice.
             held = self._unseen_copies(topic, messages)
+            days = len(topic.days)
             stored_at = self._clock()
             rest = messages[len(held) :]
             records = [{"type": "message", "stored_at": stored_at, **m} for m in rest]
@@ -655,6 +665,8 @@ class TopicRecordIndex(Generic[TopicT]):
                 self._add_message(topic, copy, seq, when)
             self._combined_cache.pop(topic_id, None)
             self._stored(topic)
+            if len(topic.days) != days:  # a day the topic was not talked about on before
+                self._days_changed()
 
     def set_brief(
         self, topic_id: str, name: str, brief: str, *, card: SummaryCard | None = None
@@ -807,6 +819,7 @@ class TopicRecordIndex(Generic[TopicT]):
             self._store(source_id, [merge_record(into_id, self._clock())])
             self._retire(source_id, into_id)
             self._stored(source)
+            self._days_changed()
 
     def merged_into(self, topic_id: str) -> str | None:
         """The live topic holding a merged topic's messages; None for a topic never merged.
@@ -875,6 +888,7 @@ class TopicRecordIndex(Generic[TopicT]):
             parent.take_split(subtopics_record(children, split_at), seq)
             self._link_split(parent)
             self._stored(parent)
+            self._days_changed()
             return made
 
     def children(self, topic_id: str) -> list[str]:
@@ -940,19 +954,39 @@ class TopicRecordIndex(Generic[TopicT]):
             self._links.append(link)
 
     def links(self, topic_id: str) -> list[tuple[str, str]]:
-        """Relations of a topic as ``(other_id, kind)``, in either direction, oldest first.
+        """Relations of a topic as ``(other_id, kind)``, in either direction, each once.
 
-        The direction of a ``subtopic`` relation can be read from ``meta(...)["parent_id"]``.
+        Those its split and merge records make (``link_kinds``) come first: its parent and
+        children (``subtopic``; the direction is ``meta(...)["parent_id"]``), then the topic it
+        was merged into and those merged into it (``merged``; a retired topic is the one
+        ``merged_into`` names a target for). The ``link`` records follow, oldest first.
         """
         with self._lock:
             self._catch_up()
-            related: list[tuple[str, str]] = []
+            related = self._record_links(topic_id)
             for source, target, kind in self._links:
                 if topic_id in (source, target):
                     pair = (target if source == topic_id else source, kind)
                     if pair not in related:
                         related.append(pair)
             return related
+
+    def _record_links(self, topic_id: str) -> list[tuple[str, str]]:
+        """The relations of a topic its split and merge records make (``link_kinds``)."""
+        topic = self._topics.get(topic_id)
+        if topic is None:
+            return []
+        related: list[tuple[str, str]] = []
+        if topic.split_from is not None:
+            related.append((topic.split_from, SUBTOPIC_LINK))
+        related += [(child, SUBTOPIC_LINK) for child in topic.children]
+        if topic.merged_into is not None and topic.merged_into in self._topics:
+            related.append((topic.merged_into, MERGED_LINK))
+        # Those merged into it are among the topics its live topic holds (an index, no walk).
+        for member in self._merge_index().get(self._owner(topic_id), ()):
+            if self._topics[member].merged_into == topic_id:
+                related.append((member, MERGED_LINK))
+        return related
 
     def time_index(self) -> dict[str, list[str]]:
         """Topics per day, days ascending, topics within a day oldest first.

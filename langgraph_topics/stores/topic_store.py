@@ -6,6 +6,7 @@ Layout under ``root``::
                               # (and a "merged" line once a review merged it into another,
                               # a "subtopics" line once it was split: ``subtopics``)
     topics/archived/YYYY-MM/<topic_id>.json   # an archived topic's summary (archive_shelves)
+    topics/time-index.json    # topics per day, derived (time_index_file)
     links.jsonl               # {"type": "link", "from": ..., "to": ..., "kind": ...} lines
 
 Every file is only ever appended to, so a crash can at worst tear the last line; that line is
@@ -54,6 +55,11 @@ from langgraph_topics.stores.seq_ranges import (
     with_range,
 )
 from langgraph_topics.stores.subtopics import SUBTOPICS, made_by_split
+from langgraph_topics.stores.time_index_file import (
+    TIME_INDEX_FILE,
+    mend_time_index,
+    save_time_index,
+)
 from langgraph_topics.stores.topic_catalog import (
     Catalog,
     Entry,
@@ -273,6 +279,7 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         self._filter = normalize(visible) if visible is not None else None
         self._topics_dir = self.root / TOPICS_DIR
         self._links_path = self.root / LINKS_FILE
+        self._time_index_path = self._topics_dir / TIME_INDEX_FILE
         self._shelf = FileArchiveShelf(self._topics_dir / ARCHIVED_DIR)
         self._lock = threading.RLock()
         self._clear_index()
@@ -283,6 +290,7 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
         self._load()
         if self._filter is None:
             self._ranges = normalize([(0, self._next_seq)])
+        mend_time_index(self._time_index_path, self.time_index)
 
     def _visible(self, record: dict[str, Any]) -> bool:
         """Whether a record belongs to this store's branch (records without a number do).
@@ -550,6 +558,9 @@ class JsonlTopicStore(TopicRecordIndex[_Topic]):
 
     def _clock(self) -> str:
         return _now()  # the module's, which tests freeze
+
+    def _days_changed(self) -> None:
+        save_time_index(self._time_index_path, self.time_index(), full_disk_fails=True)
 
     def _topic_id_taken(self, topic_id: str) -> bool:
         return self.file_path(topic_id).exists()

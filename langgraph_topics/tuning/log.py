@@ -10,6 +10,7 @@ the turn's reads, reuses, skips and estimated input tokens against the cap.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -138,8 +139,13 @@ def append_line(path: Path, line: Mapping[str, Any]) -> None:
             os.close(fd)
         if full:
             rotate(path)
-    except OSError:
-        log.exception("could not append to the tuning log %s", path)
+    except OSError as error:
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            # The turn's own next write meets the full disk and says so in one error line:
+            # the log's own failure is a warning beside it, not a second error.
+            log.warning("could not append to the tuning log %s: disk full", path)
+        else:
+            log.exception("could not append to the tuning log %s", path)
 
 
 ROTATE_BYTES = 4 * 2**20

@@ -12,10 +12,11 @@ first talked about.
   figure is drawn without pyplot, so drawing changes no global matplotlib state (a notebook's
   back end stays as it was) and works on machines without a display.
 - **Mermaid**: a ``flowchart`` of the tree (each topic with its status, message count and the
-  days it spans) and a ``gantt`` chart of the days each topic was talked about (to scale,
-  consecutive days merged). A ``.mmd`` file holds one diagram, so ``map.mmd`` gets the tree and
-  ``map.timeline.mmd`` the timeline; a ``.md`` file gets both as fenced ``mermaid`` blocks
-  (GitHub renders them).
+  days it spans; its links to other topics as dashed edges named by their kind, a merged
+  topic as a dashed node of its own) and a ``gantt`` chart of the days each topic was talked
+  about (to scale, consecutive days merged); the PNG leaves links out. A ``.mmd`` file holds
+  one diagram, so ``map.mmd`` gets the tree and ``map.timeline.mmd`` the timeline; a ``.md``
+  file gets both as fenced ``mermaid`` blocks (GitHub renders them).
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ _CJK_FONTS = (
 
 TopicMapInput = Mapping[str, Any]
 """A topic with ``id``, ``name``, ``status``, ``message_count`` and ``parent_id``, optionally
-``created_at`` (``TopicSummary`` has them all)."""
+``created_at`` and ``links`` (``TopicSummary`` has them all)."""
+
+_SUBTOPIC_KIND = "subtopic"
+"""The link kind the tree draws already (``stores/link_kinds``; the viz imports no store)."""
+_MERGED_KIND = "merged"
 
 TimeIndex = Mapping[str, Sequence[str]]
 """Topic ids per day (``YYYY-MM-DD``), as ``topic_store.time_index()`` returns them."""
@@ -235,7 +240,8 @@ def topic_map_mermaid(
 
     The thread, one node per status group, one node per topic (name, status, message count,
     first and last day, days talked about), an edge from each parent topic to its subtopics,
-    topics coloured by status.
+    topics coloured by status; each other link once as a dashed edge named by its kind
+    (:func:`topic_links`), from a dashed node when its topic is not listed (a merged one).
 
     Args:
         topics: The thread's topics (``TopicMemory.topics``).
@@ -269,11 +275,50 @@ def topic_map_mermaid(
         if row.parent_row is not None:
             arrow = "==>" if row.is_subtopic else "-->"
             lines.append(f"  {node_of[row.parent_row]} {arrow} {node_of[number]}")
+    lines += _link_lines(topics)
     lines.append("  classDef thread fill:#eceff1,stroke:#455a64,color:#000")
     lines.append("  classDef group fill:#fff,stroke:#90a4ae,color:#37474f")
+    lines.append("  classDef gone fill:#fff,stroke:#9e9e9e,stroke-dasharray:3 3,color:#616161")
     for status, colour in {**STATUS_COLOURS, "other": _OTHER_COLOUR}.items():
         lines.append(f"  classDef {status} fill:{colour},stroke:{colour},color:#fff")
     return "\n".join(lines) + "\n"
+
+
+def topic_links(topics: Sequence[TopicMapInput]) -> list[tuple[str, str, str]]:
+    """Each link between the topics as ``(from, to, kind)``, once, subtopic links left out.
+
+    Both topics list a link; it is drawn once, from the topic listed first, except that a
+    ``merged`` link goes from the topic not listed (retired into the other) to the listed one.
+    """
+    listed = {str(topic["id"]) for topic in topics}
+    seen: set[tuple[str, frozenset[str]]] = set()
+    edges: list[tuple[str, str, str]] = []
+    for topic in topics:
+        topic_id = str(topic["id"])
+        for link in topic.get("links") or []:
+            other, kind = str(link["topic_id"]), str(link["kind"])
+            key = (kind, frozenset((topic_id, other)))
+            if kind == _SUBTOPIC_KIND or other == topic_id or key in seen:
+                continue
+            seen.add(key)
+            retired = kind == _MERGED_KIND and other not in listed
+            edges.append((other, topic_id, kind) if retired else (topic_id, other, kind))
+    return edges
+
+
+def _link_lines(topics: Sequence[TopicMapInput]) -> list[str]:
+    """Mermaid lines of the links: a dashed node per topic not listed, a dashed edge per link."""
+    listed = {str(topic["id"]) for topic in topics}
+    lines: list[str] = []
+    for source, target, kind in topic_links(topics):
+        for end in (source, target):
+            if end not in listed:
+                listed.add(end)
+                what = "merged" if kind == _MERGED_KIND else "not listed"
+                lines.append(f'  {_node_id(end)}["{_label(end)}<br/>{what}"]:::gone')
+        end = ".->" if kind == _MERGED_KIND else ".-"  # a merge has a direction
+        lines.append(f"  {_node_id(source)} -. {_label(kind, 20)} {end} {_node_id(target)}")
+    return lines
 
 
 def topic_timeline_mermaid(
