@@ -741,11 +741,16 @@ class TopicRecordIndex(Generic[TopicT]):
         with self._lock:
             self._catch_up()
             found: dict[str, StoredMessage] = {}
+            # A turn asks for a thousand quotes of a few topics: each topic's records once.
+            held: dict[str, tuple[list[StoredMessage], dict[str, int]]] = {}
             for message_id in message_ids:
                 topic_id = self._locations.get(message_id)
                 if topic_id is None or message_id in found:
                     continue
-                messages, positions = self._holding(topic_id)
+                holding = held.get(topic_id)
+                if holding is None:
+                    holding = held[topic_id] = self._holding(topic_id)
+                messages, positions = holding
                 place = positions.get(message_id)
                 if place is not None:
                     found[message_id] = messages[place].copy()
