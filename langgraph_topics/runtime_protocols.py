@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from langgraph_topics.roles.protocols import EvidenceTopicWindow
+from langgraph_topics.roles.protocols import EvidenceTopicWindow, IndexedResponder
 from langgraph_topics.stores.protocols import BranchedTopicStore, ViewedTopicStore
 
 _answers: dict[tuple[type, Any], bool] = {}
@@ -28,6 +28,11 @@ def implements(value: object, protocol: Any) -> bool:
 def uses_evidence(window: object) -> TypeGuard[EvidenceTopicWindow]:
     """Whether a topic window takes the turn's precomputed evidence."""
     return implements(window, EvidenceTopicWindow)
+
+
+def takes_vectors(responder: object) -> TypeGuard[IndexedResponder]:
+    """Whether a responder takes the indexed vectors of the window's messages."""
+    return implements(responder, IndexedResponder)
 
 
 def is_branched(store: object) -> TypeGuard[BranchedTopicStore]:

@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import MemoryFactory
@@ -187,3 +189,32 @@ def test_a_window_whose_recent_part_alone_passes_the_trigger_splits_in_runs() ->
     assert split_batch(settings, recent_over=False) == 4
     assert split_batch(settings, recent_over=True) == 10
     assert split_batch(Settings(keep_recent=4, min_split_messages=4), recent_over=True) == 4
+
+
+def test_the_native_responder_takes_the_quotes_vectors_from_the_index(
+    make_memory: MemoryFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long thread's quotes outgrow the responder's cache; re-embedding them every turn made
+    # a turn at 6,000 turns twice as long as at 1,000 (bench soak, issue 41 item 7).
+    from langgraph_topics.retrieval.message_index import MessageIndex
+
+    memory = make_memory(budget=900)
+    for line in _user_lines():
+        memory.chat("v", line)
+    asked: list[str] = []
+    given: list[str] = []
+    real = MessageIndex.stored_vectors
+
+    def recording(index: MessageIndex, message_ids: Iterable[str]) -> dict[str, Any]:
+        wanted = list(message_ids)
+        asked.extend(wanted)
+        found = real(index, wanted)
+        given.extend(found)
+        return found
+
+    monkeypatch.setattr(MessageIndex, "stored_vectors", recording)
+    memory.chat("v", "股票基本面分析应该看哪些财务指标？")
+    quoted = [m["id"] for m in memory.state("v")["context"]["referenced_messages"]]
+    assert quoted and set(quoted) <= set(asked)
+    assert given and set(given) <= set(asked)
+    assert memory.check("v").ok

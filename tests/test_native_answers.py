@@ -7,6 +7,7 @@ window holds nothing relevant.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from langgraph_topics.keywords.small_talk import is_small_talk
@@ -173,3 +174,50 @@ def test_the_answer_is_deterministic(responder: NativeResponder) -> None:
     context = window([*history, msg("q", "user", "Back to the Kyoto trip: is April busy?")])
     assert len({answer(responder, context) for _ in range(3)}) == 1
     assert len({answer(NativeResponder(UseEmbedder()), context) for _ in range(2)}) == 1
+
+
+class CountingEmbedder:
+    """The default embedder, recording every text it is asked to embed."""
+
+    def __init__(self, inner: UseEmbedder) -> None:
+        self.inner = inner
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_quotes_with_indexed_vectors_are_not_embedded_again() -> None:
+    """A long thread's quotes outgrow the responder's cache: the index's vectors stand in."""
+    inner = UseEmbedder()
+    said = msg("k1", "user", "I'm planning a trip to Kyoto next April.", "2023-05-08T13:56:00")
+    other = msg("k2", "user", "My sourdough starter finally bubbled.", "2023-05-09T10:00:00")
+    question = msg("q", "user", "Remind me, when is my Kyoto trip?", "2023-06-01T09:00:00+00:00")
+    context = window([question], referenced=[said, other])
+    plain = CountingEmbedder(inner)
+    expected = NativeResponder(plain).respond(context, can_activate=False)
+    assert {said["content"], other["content"]} <= set(plain.texts)
+
+    counting = CountingEmbedder(inner)
+    indexed = {m["id"]: np.asarray(inner.embed([m["content"]])[0], np.float32) for m in (said,)}
+    reply = NativeResponder(counting).respond_with_vectors(
+        context, can_activate=False, vectors=indexed
+    )
+    assert reply == expected
+    assert said["content"] not in counting.texts  # taken from the index
+    assert other["content"] in counting.texts  # the index had none: embedded
+
+
+def test_a_quote_whose_text_is_not_the_indexed_one_is_embedded() -> None:
+    """A named speaker's message is indexed as "Name: text": its vector is not the quote's."""
+    inner = UseEmbedder()
+    said = msg("k1", "user", "I'm planning a trip to Kyoto next April.", "2023-05-08T13:56:00")
+    said["name"] = "Mel"
+    question = msg("q", "user", "Remind me, when is my Kyoto trip?", "2023-06-01T09:00:00+00:00")
+    counting = CountingEmbedder(inner)
+    stale = {"k1": np.zeros(512, np.float32)}
+    NativeResponder(counting).respond_with_vectors(
+        window([question], referenced=[said]), can_activate=False, vectors=stale
+    )
+    assert said["content"] in counting.texts

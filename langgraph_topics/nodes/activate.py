@@ -80,7 +80,8 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     if not request["deep"]:
         # Archive-tier topics wait for an explicit request (a recall cue's deep search), as
         # archived ones do (seed 000 §4.8, seed 004 §2.2).
-        dormant -= archive_tier(topics, services.clock(), settings.score_decay_days)
+        sleeping = {t: topics[t] for t in dormant}
+        dormant -= archive_tier(sleeping, services.clock(), settings.score_decay_days)
     # A hit on a topic divided into subtopics goes to its subtopics (they hold its messages).
     hits = through_children(stores.topic_index.search(request["query"], k=k + active_count), topics)
     similarity = {topic_id: score for topic_id, score in hits if topic_id in dormant}

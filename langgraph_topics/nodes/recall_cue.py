@@ -106,7 +106,10 @@ def wake_by_evidence(state: TopicState, runtime: Runtime[TopicContext]) -> dict[
     )
     found = sleeping_with_evidence(evidence, topics)
     if found:
-        resting = archive_tier(topics, services.clock(), settings.score_decay_days)
+        # Only the found topics are scored: scoring the whole registry grew with the thread.
+        resting = archive_tier(
+            {t: topics[t] for t in found}, services.clock(), settings.score_decay_days
+        )
         found = [t for t in found if t not in resting]
     if not found:
         return {}

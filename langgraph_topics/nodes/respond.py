@@ -12,7 +12,8 @@ from langgraph.runtime import Runtime
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.roles.protocols import ResponderReply
-from langgraph_topics.services import TopicContext, services_of
+from langgraph_topics.runtime_protocols import takes_vectors
+from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.messages import TIMESTAMP_KEY
 from langgraph_topics.state.records import ActivationRequest, TurnEvent
 from langgraph_topics.state.schema import TopicState
@@ -57,7 +58,7 @@ def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]
         }
     else:
         try:
-            reply = services.roles.responder.respond(context, can_activate=can_activate)
+            reply = _respond(state, runtime, can_activate=can_activate)
         except Exception as error:
             log_degraded(log, "responder failed", error)
             events.append({"kind": "degraded", "detail": f"responder failed: {error}"})
@@ -88,3 +89,20 @@ def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]
     if events:
         update["events"] = events
     return update
+
+
+def _respond(
+    state: TopicState, runtime: Runtime[TopicContext], *, can_activate: bool
+) -> ResponderReply:
+    """The responder's reply; one comparing by meaning gets the quotes' indexed vectors."""
+    services = services_of(runtime)
+    responder = services.roles.responder
+    context = state["context"]
+    if not takes_vectors(responder) or responder.embedder is None:
+        return responder.respond(context, can_activate=can_activate)
+    stores = services.branch_stores(thread_id_of(runtime), state)
+    if responder.embedder is not stores.message_index.embedder:  # vectors of another model
+        return responder.respond(context, can_activate=can_activate)
+    quoted = (m["id"] for m in context.get("referenced_messages", []))
+    vectors = stores.message_index.stored_vectors(quoted)
+    return responder.respond_with_vectors(context, can_activate=can_activate, vectors=vectors)

@@ -7,10 +7,12 @@ known, scores in range) happens in the nodes, whatever the back end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
 from langchain_core.messages import ToolCall
 
 from langgraph_topics.state.records import AssembledContext, StoredMessage, TopicStatus
@@ -184,6 +186,33 @@ class Responder(Protocol):
 
     def respond(self, context: AssembledContext, *, can_activate: bool) -> ResponderReply:
         """Answer, or ask for topic activation when ``can_activate`` and context is missing."""
+        ...
+
+
+@runtime_checkable
+class IndexedResponder(Responder, Protocol):
+    """A responder that compares messages by meaning and can take their indexed vectors.
+
+    The node passes the vectors the message index already holds for the window's quotes, so
+    such a back end does not embed a long thread's quotes again every turn.
+    """
+
+    @property
+    def embedder(self) -> object | None:
+        """The embedder whose vectors it compares (None: none).
+
+        The node passes the index's vectors only when the index has the same embedder.
+        """
+        ...
+
+    def respond_with_vectors(
+        self,
+        context: AssembledContext,
+        *,
+        can_activate: bool,
+        vectors: Mapping[str, npt.NDArray[np.float32]],
+    ) -> ResponderReply:
+        """Like ``respond``; ``vectors``: message id → the embedding of its ``indexed_text``."""
         ...
 
 

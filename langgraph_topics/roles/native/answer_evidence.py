@@ -10,7 +10,7 @@ another subject merely because it shares a common word.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,8 @@ from langgraph_topics.keywords.small_talk import (
 )
 from langgraph_topics.keywords.specificity import specificity
 from langgraph_topics.roles.native.reply_wording import is_own_reply
-from langgraph_topics.roles.native.vectors import VectorCache
+from langgraph_topics.roles.native.text import indexed_text
+from langgraph_topics.roles.native.vectors import Vector, VectorCache
 from langgraph_topics.state.records import StoredMessage
 
 _SHORTENED = re.compile(r"\s*…\[shortened to fit the window;[^\]]*\]")
@@ -121,12 +122,17 @@ def rank(
     asking: StoredMessage | None,
     evidence: Sequence[Evidence],
     vectors: VectorCache | None,
+    known: Mapping[str, Vector] | None = None,
 ) -> list[Match]:
-    """Every piece of evidence with its match, best first (newer first among equals)."""
+    """Every piece of evidence with its match, best first (newer first among equals).
+
+    ``known``: message id → the vector of its ``indexed_text`` (the message index's), used
+    for a message whose text here is that text instead of embedding it again.
+    """
     terms = question_terms(question)
     if not evidence or not (terms or vectors):
         return []
-    similarity = _similarities(question, asking, evidence, vectors)
+    similarity = _similarities(question, asking, evidence, vectors, known or {})
     ranked: list[Match] = []
     for item, similar in zip(evidence, similarity, strict=True):
         specific = sum(specificity(k) for k in item.keywords & terms)
@@ -151,18 +157,29 @@ def _similarities(
     asking: StoredMessage | None,
     evidence: Sequence[Evidence],
     vectors: VectorCache | None,
+    known: Mapping[str, Vector],
 ) -> list[float | None]:
     """Cosine of each message with the question (None each without an embedder).
 
     Keys are (message id, text hash), those of the native topic window, so a cache shared with
-    it already holds the quoted messages, and each message is embedded once per thread.
+    it already holds the messages it read. A quoted message whose text is what the index
+    embedded takes the index's vector (``known``): a long thread's quotes outgrow the cache.
     """
     if vectors is None:
         return [None] * len(evidence)
     asked_id = asking["id"] if asking is not None else "?"
     keyed = [((asked_id, hash(question)), question)]
-    keyed += [((e.message["id"], hash(e.text)), e.text) for e in evidence]
-    matrix = vectors.embed(keyed)
+    indexed: dict[int, Vector] = {}
+    for place, item in enumerate(evidence, start=1):
+        vector = known.get(item.message["id"])
+        if vector is not None and item.text == indexed_text(item.message):
+            indexed[place] = vector
+        else:
+            keyed.append(((item.message["id"], hash(item.text)), item.text))
+    embedded = iter(vectors.embed(keyed))
+    rows = [next(embedded)]
+    rows += [indexed[p] if p in indexed else next(embedded) for p in range(1, len(evidence) + 1)]
+    matrix = np.stack(rows)
     norms = np.linalg.norm(matrix, axis=1)
     norms[norms == 0] = 1.0
     unit = matrix / norms[:, None]

@@ -12,7 +12,7 @@ background".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langgraph_topics.keywords import extract_keywords, missing_terms
 from langgraph_topics.namespace.reference import find_references
@@ -26,7 +26,7 @@ from langgraph_topics.roles.native.reply_wording import (
     render_answer,
 )
 from langgraph_topics.roles.native.text import clip, is_chinese, message_text, split_sentences
-from langgraph_topics.roles.native.vectors import VectorCache
+from langgraph_topics.roles.native.vectors import Vector, VectorCache
 from langgraph_topics.roles.protocols import ResponderReply
 from langgraph_topics.state.records import AssembledContext, StoredMessage
 from langgraph_topics.stores.protocols import Embedder
@@ -66,8 +66,23 @@ class NativeResponder:
         self.quote_chars = quote_chars
         self.min_missing_terms = min_missing_terms
 
+    @property
+    def embedder(self) -> object | None:
+        """The embedder of its vectors (None: it matches by terms only)."""
+        return self.vectors.embedder if self.vectors is not None else None
+
     def respond(self, context: AssembledContext, *, can_activate: bool) -> ResponderReply:
         """Answer from the window, or ask for activation when its terms are unknown to it."""
+        return self.respond_with_vectors(context, can_activate=can_activate, vectors={})
+
+    def respond_with_vectors(
+        self,
+        context: AssembledContext,
+        *,
+        can_activate: bool,
+        vectors: Mapping[str, Vector],
+    ) -> ResponderReply:
+        """``respond``, comparing the messages whose indexed vector is given by that vector."""
         messages = context["messages"]
         newest = next(
             (i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), None
@@ -79,7 +94,7 @@ class NativeResponder:
         chat = [m for i, m in enumerate(messages) if i != newest]
         earlier = [*referenced, *chat]
         chinese = is_chinese([question]) if question else is_chinese(m["content"] for m in earlier)
-        text = self._answer(question, asking, referenced, chat, chinese=chinese)
+        text = self._answer(question, asking, referenced, chat, chinese=chinese, known=vectors)
         reference = self._reference_to_read(question, earlier, context)
         if reference is not None:
             return {"text": text, "activate_query": None, "read_namespace": reference}
@@ -114,6 +129,7 @@ class NativeResponder:
         chat: Sequence[StoredMessage],
         *,
         chinese: bool,
+        known: Mapping[str, Vector],
     ) -> str:
         courtesy = courtesy_reply(question, chinese=chinese) if question else None
         if courtesy is not None:
@@ -122,7 +138,7 @@ class NativeResponder:
             *gather(referenced, 0, referenced=True),
             *gather(chat, len(referenced), referenced=False),
         ]
-        picked = self._pick(question, asking, evidence)
+        picked = self._pick(question, asking, evidence, known)
         if not picked:
             return NOTHING_ZH if chinese else NOTHING_EN
         keywords = set(extract_keywords(question))
@@ -138,7 +154,11 @@ class NativeResponder:
         return render_answer(quotes, today=today, chinese=chinese)
 
     def _pick(
-        self, question: str, asking: StoredMessage | None, evidence: list[Evidence]
+        self,
+        question: str,
+        asking: StoredMessage | None,
+        evidence: list[Evidence],
+        known: Mapping[str, Vector],
     ) -> list[Evidence]:
         """The best matches (nearly as good as the best one), in conversation order.
 
@@ -147,7 +167,7 @@ class NativeResponder:
         Without a convincing match, the best message a topic window quoted: the memory judged
         it relevant, so "nothing yet" would be untrue.
         """
-        ranked = rank(question, asking, evidence, self.vectors)
+        ranked = rank(question, asking, evidence, self.vectors, known)
         matches = [m for m in ranked if m.convincing]
         if not matches:
             # A message a topic window quoted was judged relevant by the memory: the best of
