@@ -184,6 +184,16 @@ def test_topics_quoted_together_are_linked_once_whatever_their_order() -> None:
     assert store.calls == [("t-a", "t-b", "related")]  # the same pair: no store call
 
 
+def test_only_the_two_best_quoted_topics_are_linked() -> None:
+    # A window quoting six topics would otherwise link fifteen pairs, a synced write each,
+    # and make every topic "related" to every other (bench soak: 16 links a turn).
+    results = {t: result(t, f"{t}-1") for t in ("t-c", "t-a", "t-b")}
+    context = window(["t-c-1", "t-a-1", "t-b-1"], ["t-c", "t-a", "t-b"])  # best first
+    store: Any = CountingLinks()
+    assert link_quoted_together(store, context, results)
+    assert store.calls == [("t-a", "t-c", "related")]
+
+
 def test_check_notes_a_link_to_a_topic_the_branch_does_not_have(tmp_path: Path) -> None:
     store = JsonlTopicStore(tmp_path)
     topic = store.create_topic("a", "")["id"]
