@@ -145,7 +145,8 @@ def test_the_shelf_files_one_summary_per_topic_by_month(opener: Opener, tmp_path
     found = reopened.archive_entry(kyoto)
     assert found is not None and found["brief"] == "trip \x00 nul"
     if isinstance(store, JsonlTopicStore):
-        assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.json")) == [
+        shelf = tmp_path / "topics" / "archived"
+        assert sorted(p.relative_to(tmp_path).as_posix() for p in shelf.rglob("*.json")) == [
             f"topics/archived/2024-02/{again}.json",
             f"topics/archived/2024-03/{kyoto}.json",
         ]
