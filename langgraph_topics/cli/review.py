@@ -85,6 +85,10 @@ def _print_review(record: Any, args: argparse.Namespace) -> int:
         print(f"archived {archived['topic_id']} under {archived['month']}: {archived['reason']}")
     if record["rebriefed"]:
         print(f"briefs refreshed: {', '.join(record['rebriefed'])}")
+    for kept in record.get("kept") or []:
+        print(f"kept {kept['topic_id']}: {kept['reason']}")
+    if record.get("digested"):
+        print(f"days compressed into the cards of: {', '.join(record['digested'])}")
     if not (record["merged"] or record["archived"] or record["rebriefed"]):
         print("nothing to do: no brief changed, no duplicates, nothing to archive")
     return 0

@@ -17,6 +17,9 @@ from langgraph_topics.state.review import ReviewState
 def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Rewrite, from all their messages, the briefs of topics whose size changed since.
 
+    The same write compresses each such topic's new messages, day by day, into its card
+    (``review.day_digests``): the review is the only place this runs, never a turn.
+
     It also fixes the time the whole review judges by (``review_now``: as given, else now).
     A topic is touched when its message count differs from the one the last review recorded
     (``review.reviewed``), or it was never reviewed: counts, not clocks, so that ``--now`` and
@@ -50,6 +53,8 @@ def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
     last = state.get("review")
     reviewed: dict[str, int] = last["reviewed"] if last else {}
     rebriefed: list[str] = []
+    digested: list[str] = []
+    today = now.date().isoformat()
     for topic_id, record in topics.items():
         if record["status"] in ("archived", "split"):  # a divided topic's brief lists children
             continue
@@ -59,7 +64,10 @@ def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
             continue
         if reviewed.get(topic_id) == count:
             continue
-        outcome = refresh_brief(services, stores, topic_id, record["status"])
+        since = min(reviewed.get(topic_id, 0), count)
+        outcome = refresh_brief(
+            services, stores, topic_id, record["status"], since=since, today=today
+        )
         if outcome.error is not None:
             events.append(
                 {"kind": "degraded", "detail": f"brief of {topic_id} kept: {outcome.error}"}
@@ -67,12 +75,22 @@ def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
         if outcome.changed:
             rebriefed.append(topic_id)
             topics[topic_id] = {**record, "name": outcome.name}
+        if outcome.digested:
+            digested.append(topic_id)
     if rebriefed:
         events.append(
             {
                 "kind": "rebriefed",
                 "topic_ids": rebriefed,
                 "detail": f"{len(rebriefed)} briefs refreshed",
+            }
+        )
+    if digested:
+        events.append(
+            {
+                "kind": "digested",
+                "topic_ids": digested,
+                "detail": f"the days since the last review compressed into {len(digested)} cards",
             }
         )
     return {
@@ -83,4 +101,6 @@ def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
         "review_rebriefed": Overwrite(rebriefed),
         "review_merged": Overwrite([]),
         "review_archived": Overwrite([]),
+        "review_kept": Overwrite([]),
+        "review_digested": Overwrite(digested),
     }

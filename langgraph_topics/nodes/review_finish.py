@@ -39,6 +39,8 @@ def review_finish(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
         "rebriefed": list(dict.fromkeys(state.get("review_rebriefed") or [])),
         "merged": merged,
         "archived": archived,
+        "kept": list(state.get("review_kept") or []),
+        "digested": list(dict.fromkeys(state.get("review_digested") or [])),
     }
     get_stream_writer()({"event": "review", "merged": len(merged), "archived": len(archived)})
     return {**written_ranges(stores), "review": record, "review_now": None, "review_request": None}

@@ -67,6 +67,8 @@ def review_request(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[s
         "review_rebriefed": Overwrite([]),
         "review_merged": Overwrite([]),
         "review_archived": Overwrite(filed),
+        "review_kept": Overwrite([]),
+        "review_digested": Overwrite([]),
         "review_now": None,
         "review_request": None,
     }

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from langgraph_topics.errors import log_degraded
+from langgraph_topics.review.day_digests import digested_days
 from langgraph_topics.review.filing import archived_entry
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.scoring import merged_usage
@@ -28,6 +29,7 @@ from langgraph_topics.stores.protocols import BranchedTopicStore, ReviewableTopi
 from langgraph_topics.stores.seq_ranges import as_state
 from langgraph_topics.stores.topic_records import parse_time
 from langgraph_topics.summaries.briefs import write_brief
+from langgraph_topics.summaries.card import DayDigest
 
 log = logging.getLogger(__name__)
 
@@ -60,35 +62,59 @@ def written_ranges(stores: ThreadStores) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Rebriefed:
-    """A topic's brief after a refresh, and whether it changed."""
+    """A topic's brief after a refresh, whether it changed, and whether its days did."""
 
     name: str
     changed: bool
     error: str | None = None
+    digested: bool = False
 
 
 def refresh_brief(
-    services: TopicServices, stores: ThreadStores, topic_id: str, status: TopicStatus
+    services: TopicServices,
+    stores: ThreadStores,
+    topic_id: str,
+    status: TopicStatus,
+    *,
+    since: int | None = None,
+    today: str | None = None,
 ) -> Rebriefed:
     """Rewrite a topic's name and brief from all its messages with the brief writer.
 
-    Nothing is written when they come out as they were (a review run twice writes nothing); a
-    failing writer keeps the previous brief (invariant 4).
+    With ``since`` (how many of its messages the last review saw) and ``today``, the messages
+    after those are also compressed day by day into the card (``review.day_digests``), in the
+    same brief record: one append per topic and review. Nothing is written when name, brief and
+    days come out as they were (a review run twice writes nothing); a failing writer keeps the
+    previous brief and days (invariant 4).
     """
     store = stores.topic_store
     info = topic_info(store, topic_id, status)
+    messages = store.messages(topic_id)
+    previous = store.meta(topic_id).get("brief_card")
+    old_days: list[DayDigest] = list(previous.get("days", [])) if previous else []
+    writer = services.roles.brief_writer
     try:
-        name, brief, card = write_brief(
-            services.roles.brief_writer, info, store.messages(topic_id), services.token_counter
-        )
+        name, brief, card = write_brief(writer, info, messages, services.token_counter)
+        days = old_days
+        if since is not None and today is not None:
+            count = services.token_counter
+            days = digested_days(writer, info, messages, since, old_days, today, count)
     except Exception as error:
         log_degraded(log, f"brief writer failed for {topic_id}; keeping its brief", error)
         return Rebriefed(info["name"], changed=False, error=str(error))
-    if (name, brief) == (info["name"], info["brief"]):
+    changed = (name, brief) != (info["name"], info["brief"])
+    digested = days != old_days
+    if not changed and not digested:
         return Rebriefed(name, changed=False)
+    if not changed:  # the brief as it was, its card with the new days
+        card = previous or card
+    card = card.copy()
+    if days:
+        card["days"] = days
     store.set_brief(topic_id, name, brief, card=card)
-    stores.topic_index.upsert(topic_id, name, brief, status=status)
-    return Rebriefed(name, changed=True)
+    if changed:
+        stores.topic_index.upsert(topic_id, name, brief, status=status)
+    return Rebriefed(name, changed=changed, digested=digested)
 
 
 def merged_scores(first: list[float], second: list[float], window: int) -> list[float]:

@@ -7,6 +7,12 @@ question (at most ``one_off_messages`` messages, one of them the user's) goes af
 ``one_off_after_days`` (1). A dormant topic of low importance (its memory score in seed 004's
 archive tier, ``scoring``) goes too. An :class:`ArchiveGuard` may keep a topic whatever the
 criteria say; without one, :class:`TierGuard` keeps pinned and core-tier topics.
+
+These pick the candidates; the seed's second criterion, "unrelated to the current active
+discussion", must hold as well (``review.relatedness``, applied by the archive step, which has
+the embedder): (dormant or one-off or unimportant) AND unrelated. The first three say a topic
+is not needed, the last that it will not be needed soon; an archived topic leaves normal
+activation, so archiving one the conversation is close to would hide it when it is wanted.
 """
 
 from __future__ import annotations

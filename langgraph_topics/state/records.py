@@ -243,6 +243,8 @@ class TurnEvent(TypedDict):
         "subtopics",
         "oversized",
         "skipped",
+        "kept",
+        "digested",
     ]
     detail: str
     topic_ids: NotRequired[list[str]]
@@ -301,6 +303,13 @@ class ArchiveRecord(TypedDict):
     month: str
 
 
+class KeptRecord(TypedDict):
+    """A topic the archive criteria picked that a review kept, and why."""
+
+    topic_id: str
+    reason: str
+
+
 class ReviewRecord(TypedDict):
     """The last review of the thread (docs/review.md)."""
 
@@ -311,6 +320,10 @@ class ReviewRecord(TypedDict):
     rebriefed: list[str]
     merged: list[MergeRecord]
     archived: list[ArchiveRecord]
+    kept: NotRequired[list[KeptRecord]]
+    """Archive candidates kept dormant: related to the current discussion."""
+    digested: NotRequired[list[str]]
+    """Topics whose card got a new or rewritten day digest."""
 
 
 class ThreadBefore(TypedDict):

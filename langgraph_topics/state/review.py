@@ -17,7 +17,7 @@ from typing import Annotated, Literal, NotRequired
 # typing.TypedDict.
 from typing_extensions import TypedDict
 
-from langgraph_topics.state.records import ArchiveRecord, MergeRecord
+from langgraph_topics.state.records import ArchiveRecord, KeptRecord, MergeRecord
 from langgraph_topics.state.schema import TopicState
 
 
@@ -50,3 +50,7 @@ class ReviewState(TopicState, total=False):
     """Merges of this run, in order."""
     review_archived: Annotated[list[ArchiveRecord], operator.add]
     """Topics this run archived."""
+    review_kept: Annotated[list[KeptRecord], operator.add]
+    """Archive candidates this run kept (related to the current discussion)."""
+    review_digested: Annotated[list[str], operator.add]
+    """Topics whose day digests this run wrote."""

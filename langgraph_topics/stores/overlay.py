@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.message_views import MessagesView
@@ -19,7 +20,7 @@ from langgraph_topics.stores.protocols import (
     ViewedTopicStore,
 )
 from langgraph_topics.stores.seq_ranges import SeqRanges
-from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.summaries.card import SummaryCard, with_days_of
 
 DRY_RUN_PREFIX = "topic-dry"
 """Ids of topics that exist only in a dry-run view."""
@@ -121,9 +122,9 @@ class OverlayTopicStore:
         meta: TopicMeta = {**(self._new_metas.get(topic_id) or self.base.meta(topic_id))}
         if topic_id in self._briefs:
             meta["name"], meta["brief"], card = self._briefs[topic_id]
-            meta.pop("brief_card", None)
-            if card is not None:
-                meta["brief_card"] = card
+            previous = meta.pop("brief_card", None)
+            if card is not None:  # the reviews' day digests stay, as the stores keep them
+                meta["brief_card"] = cast(SummaryCard, with_days_of(previous, card))
         meta["message_count"] += len(self._appended.get(topic_id, []))
         return meta
 

@@ -33,7 +33,7 @@ from langgraph_topics.stores.subtopics import (
     split_children,
     subtopics_record,
 )
-from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.summaries.card import SummaryCard, with_days_of
 
 TOPICS_DIR = "topics"
 """Where the JSONL store keeps topic files; named by every topic's ``file`` metadata."""
@@ -154,9 +154,10 @@ def apply_brief(meta: TopicMeta, record: dict[str, Any]) -> None:
     meta["brief"] = str(record.get("brief", meta["brief"]))
     meta["updated_at"] = str(record.get("updated_at", meta["updated_at"]))
     # A brief without a card (written before cards existed) leaves none.
-    meta.pop("brief_card", None)
+    previous = meta.pop("brief_card", None)
     if isinstance(record.get("card"), dict):
-        meta["brief_card"] = record["card"]
+        # The reviews' day digests outlive the briefs written after them (summaries.card).
+        meta["brief_card"] = cast(SummaryCard, with_days_of(previous, record["card"]))
 
 
 def check_created_at(created_at: str | None) -> None:

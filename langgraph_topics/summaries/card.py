@@ -14,8 +14,8 @@ imports it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated, Literal
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
 
@@ -63,6 +63,18 @@ class EntityFact(TypedDict):
     message_ids: MessageIds
 
 
+class DayDigest(TypedDict):
+    """One day of a topic compressed by the review (seed 000 §4.8 "进一步的总结压缩")."""
+
+    day: str
+    """The calendar day the messages were said on (``YYYY-MM-DD``; undated ones: the review's)."""
+    text: str
+    """The day's messages compressed: what a later reader of the card sees of that day."""
+    message_ids: MessageIds
+    """The messages the digest stands for (still all in the topic's file)."""
+    tokens_saved: Annotated[int, Field(ge=0)]
+
+
 class SummaryCard(TypedDict):
     """A summary as structured, citable facts plus its natural-language text."""
 
@@ -77,6 +89,8 @@ class SummaryCard(TypedDict):
     """Tokens of the messages the text stands for, less the text's own (never negative)."""
     source: CardSource
     """Who wrote the card: the native back end or a model."""
+    days: NotRequired[list[DayDigest]]
+    """A brief's card only: the topic's days as the reviews compressed them, oldest first."""
 
 
 Fact = TopicFact | DecisionFact | UnresolvedFact | EntityFact
@@ -107,3 +121,16 @@ def fact_text(field_name: str, fact: Fact) -> str:
 def cited_ids(card: SummaryCard) -> list[str]:
     """Every message id the card cites, each once, in the order first cited."""
     return list(dict.fromkeys(i for _, _, fact in card_facts(card) for i in fact["message_ids"]))
+
+
+def with_days_of(previous: Mapping[str, Any] | None, card: Mapping[str, Any]) -> dict[str, Any]:
+    """``card`` carrying ``previous``'s day digests when it has none of its own.
+
+    Only a review writes day digests; every other brief write (a split, a subtopic division)
+    builds its card afresh from the messages and would drop them. The stores apply this when
+    they read a brief record, so the digests live on across later briefs without any writer
+    having to know of them, and replaying a topic's records always gives the same card.
+    """
+    if "days" in card or previous is None or not previous.get("days"):
+        return dict(card)
+    return {**card, "days": list(previous["days"])}
