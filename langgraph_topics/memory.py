@@ -394,8 +394,11 @@ class TopicMemory:
                 return None
             topics = dict(state.get("topics") or {})
             last_split_id = state.get("last_split_id")
+            starts = list(state.get("new_topic_hints") or ())
         with settings_deadline(self.settings):  # a hung splitter does not hold the thread
-            return prepare_split(self.services, stores, topics, candidates, last_split_id)
+            return prepare_split(
+                self.services, stores, topics, candidates, last_split_id, new_topic_starts=starts
+            )
 
     def _write_split(self, thread_id: str) -> None:
         """Write the split prepared for a thread: a ``split`` run of the graph."""

@@ -238,7 +238,12 @@ class Settings:
     max_activation_rounds: int = 2
     """How many times one turn may loop back through the activate node."""
     deep_search_k: int = 12
-    """Candidates read from the index on a deep (recall-cue) search; a normal search reads half."""
+    """The fewest candidates read from the index on a deep (recall-cue) search; a normal search
+    reads at least half. More are read while the rank quota is large (few active topics:
+    ``activation.index_window.candidate_count``)."""
+    index_window_tokens: int = 4000
+    """Tokens of the recently active topics' briefs and the time index that a model index
+    router reads besides the candidates (seed 000 §2: the index window's input); 0: none."""
     language: str = "auto"
     """Prompt language: ``zh``, ``en`` or ``auto`` (detected from the conversation)."""
     tokenizer: str = "o200k_base"
@@ -453,6 +458,10 @@ class Settings:
             )
         if not self.min_active <= self.default_active <= self.max_active:
             raise ValueError("need min_active <= default_active <= max_active")
+        if self.index_window_tokens < 0:
+            raise ValueError(
+                f"index_window_tokens must not be negative, got {self.index_window_tokens}"
+            )
         if self.dormancy_rounds < 1:
             raise ValueError(f"dormancy_rounds must be at least 1, got {self.dormancy_rounds}")
         if not self.score_decay_days > 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
@@ -12,10 +13,16 @@ from langgraph_topics.activation.archived_recall import named_archived
 from langgraph_topics.activation.dated_topics import dated_topics, topic_spans
 from langgraph_topics.activation.grey import activation_quota, candidate_threshold
 from langgraph_topics.activation.hierarchy import through_children
+from langgraph_topics.activation.index_window import candidate_count, index_window
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.nodes.recall_cue import latest_user_text
 from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP
-from langgraph_topics.roles.protocols import RoutedTopic, TopicInfo
+from langgraph_topics.roles.protocols import (
+    IndexRouting,
+    RoutedTopic,
+    TopicInfo,
+    WindowIndexRouter,
+)
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.scoring import archive_tier
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
@@ -26,6 +33,10 @@ from langgraph_topics.stores.protocols import ReviewableTopicStore, TopicStore
 from langgraph_topics.subtopics.families import prior_families
 
 log = logging.getLogger(__name__)
+
+MAX_NEW_TOPIC_HINTS = 20
+"""New-topic verdicts kept for the next split at most (the newest): one per user turn, and
+a split moves the hinted messages once they are older than the last 20."""
 
 
 def evidence_topics(
@@ -75,7 +86,8 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     }
     topics = dict(state.get("topics") or {})
     active_count = sum(1 for t in topics.values() if t["status"] == "active")
-    k = settings.deep_search_k if request["deep"] else max(3, settings.deep_search_k // 2)
+    # Seed 000 §4.7: as many candidates as the rank quota can take, with room to choose.
+    k = candidate_count(active_count, settings, deep=request["deep"])
     dormant = {t for t, record in topics.items() if record["status"] == "dormant"}
     if not request["deep"]:
         # Archive-tier topics wait for an explicit request (a recall cue's deep search), as
@@ -135,16 +147,18 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             }
         )
     try:
-        routed = services.roles.index_router.route(
-            request["query"], candidates, deep=request["deep"]
-        )
+        routing = _route(services, stores.topic_store, topics, request, candidates)
     except Exception as error:
         log_degraded(log, "index router failed; ranking by index similarity", error)
         events.append({"kind": "degraded", "detail": f"index router failed: {error}"})
-        routed = [
-            RoutedTopic(topic_id=i["id"], relevance=s, reason="index similarity")
-            for i, s in candidates
-        ]
+        routing = {
+            "topics": [
+                RoutedTopic(topic_id=i["id"], relevance=s, reason="index similarity")
+                for i, s in candidates
+            ],
+            "new_topic": False,
+        }
+    routed = routing["topics"]
     known = {info["id"] for info, _ in candidates}
     # A router that leaves a topic of the asked period out does not overrule the date.
     routed_ids = {r["topic_id"] for r in routed}
@@ -189,7 +203,7 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         # Nothing clears even the loosened bar: ask the user, as a person would (§4.7 path 3).
         names = {info["id"]: info["name"] for info, _ in candidates}
         clarify = [names[r["topic_id"]] for r in routed[:2] if r["topic_id"] in names]
-    return {
+    update: dict[str, Any] = {
         "topics": topics,
         "activation": None,
         "activation_rounds": state.get("activation_rounds", 0) + 1,
@@ -197,3 +211,45 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         "clarify_topics": clarify,
         "events": events,
     }
+    opening = _latest_user_id(state) if routing["new_topic"] and not chosen else None
+    if opening is not None:
+        # No match anywhere (seed 000 §3: 无匹配 → 确认为新话题): the split that moves this
+        # turn's exchange starts a new topic with it instead of attaching it to an old one.
+        hints = [h for h in state.get("new_topic_hints") or [] if h != opening]
+        update["new_topic_hints"] = [*hints, opening][-MAX_NEW_TOPIC_HINTS:]
+        events[0]["detail"] += "; no topic matches: a new topic, started by the next split"
+    return update
+
+
+def _route(
+    services: TopicServices,
+    store: TopicStore,
+    topics: dict[str, TopicRecord],
+    request: ActivationRequest,
+    candidates: list[tuple[TopicInfo, float]],
+) -> IndexRouting:
+    """Ask the index router; a model router reads the whole index window (seed 000 §2–3).
+
+    The window (recent briefs, time index) is built only for a router that reads it, so the
+    native router ranks, and costs, exactly as before.
+    """
+    router = services.roles.index_router
+    query, deep = request["query"], request["deep"]
+    if isinstance(router, WindowIndexRouter):
+        window = index_window(
+            topics,
+            store,
+            services.settings,
+            services.token_counter,
+            exclude={info["id"] for info, _ in candidates},
+        )
+        return router.route_window(query, candidates, window, deep=deep)
+    return {"topics": router.route(query, candidates, deep=deep), "new_topic": False}
+
+
+def _latest_user_id(state: TopicState) -> str | None:
+    """Id of the newest user message: the exchange the new-topic verdict is about."""
+    for message in reversed(state["messages"]):
+        if isinstance(message, HumanMessage):
+            return message.id
+    return None

@@ -66,7 +66,14 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     if prepared is None:
         if stale is not None:  # a split run finds nothing it may write: nothing changes
             return {"events": [{"kind": "split", "detail": f"prepared split dropped: {stale}"}]}
-        prepared = prepare_split(services, stores, topics, candidates, state.get("last_split_id"))
+        prepared = prepare_split(
+            services,
+            stores,
+            topics,
+            candidates,
+            state.get("last_split_id"),
+            new_topic_starts=state.get("new_topic_hints") or (),
+        )
     candidates = prepared.candidates
     events: list[TurnEvent] = list(prepared.events)
 
@@ -166,6 +173,12 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     }
     if refused:
         update["oversized_topics"] = Overwrite({})
+    hints = state.get("new_topic_hints") or []
+    if hints:
+        # A verdict is used once, by the split that moves its message; one whose message is
+        # gone (a context query's question) is dropped with it.
+        left = {m["id"] for m in unsplit} - {m["id"] for m in candidates}
+        update["new_topic_hints"] = [h for h in hints if h in left]
     return update
 
 

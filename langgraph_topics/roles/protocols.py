@@ -83,6 +83,29 @@ class RoutedTopic(TypedDict):
     reason: str
 
 
+class IndexWindow(TypedDict):
+    """What the index window reads besides the searched candidates (seed 000 §2–3).
+
+    Built by the activate node within ``Settings.index_window_tokens`` (the token counter's
+    count), so a thread of a thousand topics still gives the cheap model a bounded prompt.
+    """
+
+    recent: list[TopicInfo]
+    """The recently active topics, most recently active first: what the conversation is
+    already about, so a query that continues one of them is not taken for a new subject."""
+    days: list[tuple[str, list[str]]]
+    """The time index, newest day first: ``(YYYY-MM-DD, topic names discussed that day)``."""
+
+
+class IndexRouting(TypedDict):
+    """The index window's answer: the ranked candidates, or a confirmed new subject."""
+
+    topics: list[RoutedTopic]
+    new_topic: bool
+    """No candidate and no recent topic matches: the query opens a new subject, and the next
+    split starts a new topic with this turn's messages (seed 000 §3: 无匹配 → 确认为新话题)."""
+
+
 class ResponderReply(TypedDict):
     """The responder's answer: a text, or a request to activate topics first."""
 
@@ -178,6 +201,26 @@ class IndexRouter(Protocol):
         self, query: str, candidates: Sequence[tuple[TopicInfo, float]], *, deep: bool
     ) -> list[RoutedTopic]:
         """Rank the candidates (given with their index similarity) for the query, best first."""
+        ...
+
+
+@runtime_checkable
+class WindowIndexRouter(IndexRouter, Protocol):
+    """An index router that reads the whole index window and may confirm a new topic.
+
+    The node builds the window (recent briefs, time index) only for such a router, so a router
+    that would ignore it (the native one) costs nothing more and ranks as before.
+    """
+
+    def route_window(
+        self,
+        query: str,
+        candidates: Sequence[tuple[TopicInfo, float]],
+        window: IndexWindow,
+        *,
+        deep: bool,
+    ) -> IndexRouting:
+        """Rank the candidates as ``route`` does, seeing ``window`` too; or say none fits."""
         ...
 
 

@@ -10,7 +10,7 @@ while the writes stay in the split node, checkpointed and crash-safe as before.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -20,6 +20,7 @@ from langgraph_topics.roles.protocols import NewTopic, SplitPlan, TopicInfo
 from langgraph_topics.roles.topic_info import topic_infos
 from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.settings import Settings
+from langgraph_topics.splitting.new_subjects import NEW_SUBJECT_KEY, open_new_subjects
 from langgraph_topics.state.records import StoredMessage, TopicRecord, TurnEvent
 from langgraph_topics.state.units import group_units, unit_in_store
 from langgraph_topics.stores.protocols import TopicIndex, TopicStore
@@ -122,12 +123,14 @@ def prepare_split(
     topics: Mapping[str, TopicRecord],
     candidates: Sequence[StoredMessage],
     last_split_id: str | None,
+    new_topic_starts: Collection[str] = (),
 ) -> PreparedSplit:
     """Ask the splitter where ``candidates`` go and the brief writers for the touched briefs.
 
     Reads the stores, writes nothing. A failing splitter sends every unit to one "unsorted"
     topic; a failing brief writer keeps that topic's previous brief (invariant 4: one step
-    degrades, never the turn).
+    degrades, never the turn). An exchange holding one of ``new_topic_starts`` (the index
+    window's new-topic verdicts) opens a new topic whatever the splitter said.
     """
     store = stores.topic_store
     units = group_units(candidates)
@@ -151,10 +154,19 @@ def prepare_split(
                 + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""),
             }
         )
+    new_topics = {t["key"]: t for t in plan["new_topics"]}
+    opened = open_new_subjects(units, destinations, new_topics, set(new_topic_starts))
+    if opened:
+        events.append(
+            {
+                "kind": "split",
+                "detail": "new topic confirmed by the index window for " + ", ".join(opened),
+            }
+        )
     prepared = PreparedSplit(
         units=[list(unit) for unit in units],
         destinations=destinations,
-        new_topics={t["key"]: t for t in plan["new_topics"]},
+        new_topics=new_topics,
         events=events,
         last_split_id=last_split_id,
     )
@@ -186,9 +198,11 @@ def _write_briefs(
                 continue
             # What the store will hold once the topic is created (the writers read name and
             # brief only; the id is the plan's key until then).
+            # A topic the index window confirmed has no name yet: its writer gives it one.
+            unnamed = "" if key.startswith(NEW_SUBJECT_KEY) else "Unsorted"
             info: TopicInfo = {
                 "id": key,
-                "name": spec["name"] or "Unsorted",
+                "name": spec["name"] or unnamed,
                 "brief": spec["brief"],
                 "status": "active",
                 "file": "",

@@ -90,6 +90,9 @@ class TopicState(InputState, total=False):
     """Whether the index was searched this turn (the weak-results fallback runs once)."""
     clarify_topics: list[str]
     """Names of candidate topics when a recall cue found only ambiguous matches."""
+    new_topic_hints: list[str]
+    """User messages the index window confirmed as opening a new subject (seed 000 §3): the
+    split that moves one of them starts a new topic with its exchange, then drops the id."""
     namespace_reads: list[str]
     """References the responder read this turn (shown in full in its next window only)."""
     namespace_request: str | None
