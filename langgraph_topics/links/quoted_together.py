@@ -1,4 +1,4 @@
-"""Topics quoted together for one answer are related (a ``related`` link per pair, once).
+"""Topics quoted together for one answer are related (a ``related`` link between the best two).
 
 Runs in every chat turn's bookkeeping, so the common cases cost a few set operations: a window
 quoting fewer than two topics stops at once, and a pair linked before is a lookup
