@@ -36,7 +36,7 @@ def candidate_count(active_count: int, settings: Settings, *, deep: bool) -> int
 
     Twice the quota, never fewer than the fixed count used before (``deep_search_k``, half of
     it on a normal search), and never more than ``max_active`` (twice that on a deep search):
-    a quota of 17 at three active topics is offered 34 candidates, one of 1 still six.
+    at three active topics a quota of 7 is offered 14 candidates, at eighteen one of 1 still six.
     """
     floor = settings.deep_search_k if deep else max(3, settings.deep_search_k // 2)
     cap = 2 * settings.max_active if deep else settings.max_active
