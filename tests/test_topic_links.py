@@ -186,7 +186,7 @@ def test_topics_quoted_together_are_linked_once_whatever_their_order() -> None:
 
 def test_only_the_two_best_quoted_topics_are_linked() -> None:
     # A window quoting six topics would otherwise link fifteen pairs, a synced write each,
-    # and make every topic "related" to every other (bench soak: 16 links a turn).
+    # and soon make most topics "related" to most others (bench soak: 16 links a turn).
     results = {t: result(t, f"{t}-1") for t in ("t-c", "t-a", "t-b")}
     context = window(["t-c-1", "t-a-1", "t-b-1"], ["t-c", "t-a", "t-b"])  # best first
     store: Any = CountingLinks()

@@ -15,10 +15,6 @@ from collections.abc import Iterable, Mapping
 from langgraph_topics.state.records import TopicRecord, TopicResult
 from langgraph_topics.stores.protocols import TopicStore
 
-_last_families: tuple[Mapping[str, TopicRecord], int, dict[str, str]] | None = None
-"""The last registry asked about and its answer: the fan-out, the recall cue and the assembler
-of one turn ask about the same registry object (a long thread has hundreds of topics)."""
-
 
 def prior_families(topics: Mapping[str, TopicRecord]) -> dict[str, str]:
     """Each subtopic of the registry mapped to its root (topics without a parent left out).
@@ -26,16 +22,6 @@ def prior_families(topics: Mapping[str, TopicRecord]) -> dict[str, str]:
     A parent unknown to the registry ends the walk there; a cycle (hand-edited records) ends it
     where it closes.
     """
-    global _last_families
-    last = _last_families
-    if last is not None and last[0] is topics and last[1] == len(topics):
-        return dict(last[2])
-    families = _families(topics)
-    _last_families = (topics, len(topics), families)
-    return dict(families)
-
-
-def _families(topics: Mapping[str, TopicRecord]) -> dict[str, str]:
     families: dict[str, str] = {}
     for topic_id, record in topics.items():
         parent = record.get("parent_id")
