@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -32,6 +32,10 @@ class Store:
     def locate(self, message_id: str) -> str | None:
         self.asked += 1
         return self.held.get(message_id)
+
+    def locate_many(self, message_ids: Iterable[str]) -> dict[str, str]:
+        found = {i: self.locate(i) for i in message_ids}
+        return {i: topic for i, topic in found.items() if topic is not None}
 
 
 class Scorer:

@@ -164,12 +164,15 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
 
     score = clamp_score(verdict["relevance_score"])
     relevance = reference_relevance(verdict, score)
-    # Located through the store's map: a set of the topic's ids would cost its length per turn.
-    references = list(
-        dict.fromkeys(
-            i for i in verdict["referenced_message_ids"] if store.locate(i) == task["topic_id"]
-        )
-    )
+    topic_id = task["topic_id"]
+
+    def in_topic(ids: Sequence[str]) -> list[str]:
+        # Located through the store's map (a set of the topic's ids would cost its length per
+        # turn), all at once: a turn's windows share the store's lock.
+        located = store.locate_many(ids)
+        return [i for i in dict.fromkeys(ids) if located.get(i) == topic_id]
+
+    references = in_topic(verdict["referenced_message_ids"])
     summary = verdict["summary"]
     if score < settings.reference_threshold:
         references, summary = [], ""
@@ -186,7 +189,10 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
                 verdict.get("card"),
                 summary=summary,
                 topic_name=topic_name,
-                given_ids=lambda i: i in shared.ids or store.locate(i) == task["topic_id"],
+                given_ids=lambda ids: {
+                    *(i for i in ids if i in shared.ids),
+                    *in_topic([i for i in ids if i not in shared.ids]),
+                },
                 references=references,
                 count_tokens=services.token_counter,
                 quoted_messages=_in_conversation_order(store.get_messages(references), references),

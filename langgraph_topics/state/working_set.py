@@ -18,7 +18,8 @@ def stored_view(messages: Sequence[AnyMessage]) -> list[StoredMessage]:
 
 def unsplit_messages(messages: Sequence[StoredMessage], store: TopicStore) -> list[StoredMessage]:
     """Messages of the working set that no topic holds."""
-    return [m for m in messages if store.locate(m["id"]) is None]
+    located = store.locate_many(m["id"] for m in messages)
+    return [m for m in messages if m["id"] not in located]
 
 
 def located_in_topics(message_ids: Iterable[str], store: TopicStore) -> dict[str, str]:
@@ -26,8 +27,7 @@ def located_in_topics(message_ids: Iterable[str], store: TopicStore) -> dict[str
 
     Looks up only the given ids (the working set is small; the store may hold millions).
     """
-    found = ((i, store.locate(i)) for i in message_ids)
-    return {i: topic for i, topic in found if topic is not None}
+    return store.locate_many(message_ids)
 
 
 def recent_messages(messages: Sequence[StoredMessage], keep_recent: int) -> list[StoredMessage]:

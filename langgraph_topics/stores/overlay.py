@@ -7,7 +7,7 @@ these views the split's appends, new topics and briefs live in memory and vanish
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import cast
 
@@ -108,6 +108,13 @@ class OverlayTopicStore:
     def locate(self, message_id: str) -> str | None:
         """The topic holding a message, in this view or the base."""
         return self._located.get(message_id) or self.base.locate(message_id)
+
+    def locate_many(self, message_ids: Iterable[str]) -> dict[str, str]:
+        """The topics holding the messages, in this view or the base."""
+        wanted = list(message_ids)
+        found = self.base.locate_many(wanted)
+        found.update((i, self._located[i]) for i in wanted if i in self._located)
+        return found
 
     def message_ids(self) -> dict[str, str]:
         """All message ids of the base and of this view."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar, cast
@@ -762,6 +762,14 @@ class TopicRecordIndex(Generic[TopicT]):
         with self._lock:
             self._catch_up()
             return self._locations.get(message_id)
+
+    def locate_many(self, message_ids: Iterable[str]) -> dict[str, str]:
+        """The topic of each of the messages a topic holds, under one hold of the lock."""
+        with self._lock:
+            self._catch_up()
+            locations = self._locations
+            found = ((i, locations.get(i)) for i in message_ids)
+            return {i: topic for i, topic in found if topic is not None}
 
     def message_ids(self) -> dict[str, str]:
         """Every stored message id mapped to its topic id."""

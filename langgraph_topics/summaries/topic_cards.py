@@ -8,13 +8,13 @@ of the messages it referenced, so every summary in the state has one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langgraph_topics.state.records import StoredMessage
-from langgraph_topics.summaries.card import SummaryCard
+from langgraph_topics.summaries.card import SummaryCard, cited_ids
 from langgraph_topics.summaries.native import TokenCounter, native_card
-from langgraph_topics.summaries.validation import CardError, validate_card
+from langgraph_topics.summaries.validation import CardError, check_cited_ids, validate_card
 
 
 def result_card(
@@ -22,7 +22,7 @@ def result_card(
     *,
     summary: str,
     topic_name: str,
-    given_ids: Callable[[str], bool],
+    given_ids: Callable[[Sequence[str]], Collection[str]],
     references: Sequence[str],
     count_tokens: TokenCounter,
     quoted_messages: Sequence[StoredMessage],
@@ -30,10 +30,11 @@ def result_card(
 ) -> tuple[SummaryCard, str | None]:
     """The card of a topic result whose (possibly cut) summary is ``summary``.
 
-    ``given_ids`` tells the ids of the messages the back end was given (its topic's and the
-    unsplit ones), ``quoted_messages`` are the referenced messages in conversation order and
-    ``topic_tokens`` counts the tokens of the whole topic (``summaries.topic_tokens``), only
-    when the back end wrote no card: no pass over the topic's messages is needed here.
+    ``given_ids`` tells which of the ids a card cites are of messages the back end was given
+    (its topic's and the unsplit ones; asked once for all of them), ``quoted_messages`` are
+    the referenced messages in conversation order and ``topic_tokens`` counts the tokens of
+    the whole topic (``summaries.topic_tokens``), only when the back end wrote no card: no
+    pass over the topic's messages is needed here.
 
     Returns:
         The card (its ``text`` is ``summary``) and why the back end's card was refused, if it
@@ -42,7 +43,8 @@ def result_card(
     refused: str | None = None
     if given is not None:
         try:
-            card = validate_card(given, _GivenIds(given_ids))
+            card = validate_card(given)
+            check_cited_ids(card, given_ids(cited_ids(card)))
         except CardError as error:
             refused = f"summary card refused: {error}"
         else:
@@ -59,13 +61,3 @@ def result_card(
         ),
         refused,
     )
-
-
-class _GivenIds(Container[str]):
-    """The ids a card may cite, asked one by one (a topic's ids as a set cost its length)."""
-
-    def __init__(self, given: Callable[[str], bool]) -> None:
-        self._given = given
-
-    def __contains__(self, message_id: object) -> bool:
-        return isinstance(message_id, str) and self._given(message_id)

@@ -61,15 +61,24 @@ def validate_card(raw: Mapping[str, Any], known_ids: Container[str] | None = Non
     except ValidationError as error:
         raise CardError(_describe(error)) from None
     if known_ids is not None:
-        unknown: dict[str, list[str]] = {}
-        for field_name, index, fact in card_facts(card):
-            for message_id in fact["message_ids"]:
-                if message_id not in known_ids:
-                    unknown.setdefault(message_id, []).append(f"{field_name}.{index}")
-        if unknown:
-            named = ", ".join(f"{i} ({' '.join(where[:2])})" for i, where in unknown.items())
-            raise CardError(f"message ids not in the input: {named}")
+        check_cited_ids(card, known_ids)
     return card
+
+
+def check_cited_ids(card: SummaryCard, known_ids: Container[str]) -> None:
+    """Refuse a checked card that cites ids not among ``known_ids``.
+
+    Raises:
+        CardError: Naming the unknown ids and the facts citing them.
+    """
+    unknown: dict[str, list[str]] = {}
+    for field_name, index, fact in card_facts(card):
+        for message_id in fact["message_ids"]:
+            if message_id not in known_ids:
+                unknown.setdefault(message_id, []).append(f"{field_name}.{index}")
+    if unknown:
+        named = ", ".join(f"{i} ({' '.join(where[:2])})" for i, where in unknown.items())
+        raise CardError(f"message ids not in the input: {named}")
 
 
 def parse_card(
