@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from langgraph_topics.roles.protocols import EvidenceTopicWindow, IndexedResponder
+from langgraph_topics.roles.protocols import (
+    EvidenceTopicWindow,
+    IndexedResponder,
+    IndexedSplitter,
+)
 from langgraph_topics.stores.protocols import BranchedTopicStore, ViewedTopicStore
 
 _answers: dict[tuple[type, Any], bool] = {}
@@ -33,6 +37,11 @@ def uses_evidence(window: object) -> TypeGuard[EvidenceTopicWindow]:
 def takes_vectors(responder: object) -> TypeGuard[IndexedResponder]:
     """Whether a responder takes the indexed vectors of the window's messages."""
     return implements(responder, IndexedResponder)
+
+
+def takes_brief_vectors(splitter: object) -> TypeGuard[IndexedSplitter]:
+    """Whether a splitter takes the topic index's vectors of the briefs."""
+    return implements(splitter, IndexedSplitter)
 
 
 def is_branched(store: object) -> TypeGuard[BranchedTopicStore]:

@@ -24,6 +24,7 @@ from langgraph_topics.retrieval.message_index import (
 )
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.embeddings import UseEmbedder
+from langgraph_topics.stores.topic_index import topic_document
 from langgraph_topics.stores.topic_store import JsonlTopicStore
 
 
@@ -205,3 +206,24 @@ def test_a_restarted_memory_embeds_only_the_question(tmp_path: Path) -> None:
         indexed = set(memory.services.stores("t").message_index.ids)
     history = {m["content"] for m in records if m["id"] in indexed}
     assert not history & {text.split(": ", 1)[-1] for text in embedder.texts}
+
+
+def test_a_restarted_memory_takes_the_briefs_vectors_from_the_topic_index(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "m", budget_tokens=600, keep_recent=6)
+    records = subject_records(["kyoto", "sourdough", "stocks", "fitness"])
+    with TopicMemory(settings=settings, embedder=CountingEmbedder()) as memory:
+        store = memory.services.stores("t").topic_store
+        memory.import_messages("t", records)
+        metas = [store.meta(topic_id) for topic_id in store.topic_ids()]
+    briefs = {topic_document(meta["name"], meta["brief"]) for meta in metas}
+    embedder = CountingEmbedder()
+    with TopicMemory(settings=settings, embedder=embedder) as memory:
+        report = memory.context("t", "Which ryokan did we book in Kyoto?")
+        assert len(report["topic_results"]) > 1  # windows scored topics, each with its brief
+        assert not briefs & set(embedder.texts)
+        splits = len(memory.services.stores("t").message_index)
+        for turn in range(12):  # enough to split again: the splitter compares with the briefs
+            memory.chat("t", f"Kyoto or sourdough, question {turn}: what did we settle on?")
+        memory.wait_idle("t")
+        assert len(memory.services.stores("t").message_index) > splits
+    assert not briefs & set(embedder.texts)

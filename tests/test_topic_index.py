@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from indexed_topics import TOPICS, assert_same_hits, fill, ids, unique_collection
 
 from langgraph_topics.stores import ChromaTopicIndex, InMemoryTopicIndex, TopicIndex, UseEmbedder
-from langgraph_topics.stores.topic_index import open_topic_index
+from langgraph_topics.stores.overlay import OverlayTopicIndex
+from langgraph_topics.stores.topic_index import open_topic_index, topic_document
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -309,3 +311,23 @@ def test_another_process_sees_and_writes_the_same_index(
         assert not (make_index.data_dir / "index").exists()
     assert index.count() == len(TOPICS) + 1
     assert ids(index.search("债券收益率", k=1)) == ["topic-new"]
+
+
+def test_the_indexed_vector_of_a_brief_is_handed_back_for_its_exact_text(
+    make_index: IndexOpener, embedder: UseEmbedder
+) -> None:
+    index = make_index()
+    index.upsert("t1", "Kyoto", "Temples, ryokan and the train to Nara.", status="active")
+    document = topic_document("Kyoto", "Temples, ryokan and the train to Nara.")
+    vector = index.document_vector("t1", document)
+    assert vector is not None and vector.dtype == np.float32
+    assert np.allclose(vector, embedder.embed_array([document])[0], atol=1e-6)
+    assert index.document_vector("t1", document + " (rewritten)") is None  # another brief
+    assert index.document_vector("unknown", document) is None
+    overlay = OverlayTopicIndex(index, InMemoryTopicIndex(embedder))
+    overlay.upsert("t1", "Kyoto", "Only in the dry run.", status="active")
+    assert overlay.document_vector("t1", document) is None  # the view's brief hides the base's
+    assert (
+        overlay.document_vector("t1", topic_document("Kyoto", "Only in the dry run.")) is not None
+    )
+    assert overlay.embedder is getattr(index, "embedder", None)

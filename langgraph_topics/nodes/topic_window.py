@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+import numpy as np
+import numpy.typing as npt
 from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.governor import memo_of, native_window
@@ -23,6 +25,7 @@ from langgraph_topics.services import TopicContext, TopicServices, branch_ranges
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent, WindowDecision
 from langgraph_topics.state.schema import TopicWindowInput, TopicWindowTask
 from langgraph_topics.stores.message_views import MessagesView
+from langgraph_topics.stores.protocols import TopicIndex
 from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.summaries.native_cards import NativeCards
 from langgraph_topics.summaries.topic_cards import result_card
@@ -140,7 +143,13 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     try:
         if uses_evidence(window):
             evidence = turn_evidence(services, stores, task["unsplit"], task.get("families") or {})
-            verdict = window.evaluate_with_evidence(info, shown_topic, unsplit_view, evidence)
+            verdict = window.evaluate_with_evidence(
+                info,
+                shown_topic,
+                unsplit_view,
+                evidence,
+                stored_brief=stored_brief(window, stores.topic_index, task["topic_id"]),
+            )
         else:
             verdict = window.evaluate(info, shown_topic, unsplit_view)
             native = native_window(window) if decision is not None else None
@@ -149,7 +158,13 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
                 evidence = turn_evidence(
                     services, stores, task["unsplit"], task.get("families") or {}
                 )
-                found = native.evaluate_with_evidence(info, shown_topic, unsplit_view, evidence)
+                found = native.evaluate_with_evidence(
+                    info,
+                    shown_topic,
+                    unsplit_view,
+                    evidence,
+                    stored_brief=stored_brief(native, stores.topic_index, task["topic_id"]),
+                )
                 verdict = with_native_evidence(verdict, found, settings.reference_threshold)
     except Exception as error:
         log_degraded(
@@ -259,6 +274,19 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
         }
         update.setdefault("events", []).append(refused)
     return update
+
+
+def stored_brief(
+    window: object, index: TopicIndex, topic_id: str
+) -> Callable[[str], npt.NDArray[np.float32] | None] | None:
+    """The index's vector of the topic's brief, for a window embedding with the index's model.
+
+    Vectors of another model would not compare with the window's (None: it embeds its own).
+    """
+    embedder = getattr(window, "embedder", None)
+    if embedder is None or embedder is not getattr(index, "embedder", None):
+        return None
+    return lambda text: index.document_vector(topic_id, text)
 
 
 def _scope(task: TopicWindowTask, services: TopicServices) -> tuple[str, str]:

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.roles.llm.brief_writer import LlmBriefWriter
-from langgraph_topics.roles.protocols import NewTopic, SplitPlan, TopicInfo
+from langgraph_topics.roles.protocols import NewTopic, SplitPlan, Splitter, TopicInfo
 from langgraph_topics.roles.topic_info import topic_infos
+from langgraph_topics.runtime_protocols import takes_brief_vectors
 from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.settings import Settings
 from langgraph_topics.splitting.new_subjects import NEW_SUBJECT_KEY, open_new_subjects
@@ -139,7 +140,7 @@ def prepare_split(
     infos = candidate_topics(infos, units, stores.topic_index, services.settings)
     events: list[TurnEvent] = []
     try:
-        plan = services.roles.splitter.split(units, infos)
+        plan = _plan(services.roles.splitter, units, infos, stores.topic_index)
     except Exception as error:  # a failing back end must not lose the turn
         log_degraded(log, "splitter failed; every unit falls back to one unsorted topic", error)
         events.append({"kind": "degraded", "detail": f"splitter failed: {error}"})
@@ -172,6 +173,19 @@ def prepare_split(
     )
     _write_briefs(services, store, prepared)
     return prepared
+
+
+def _plan(
+    splitter: Splitter,
+    units: Sequence[Sequence[StoredMessage]],
+    infos: Sequence[TopicInfo],
+    index: TopicIndex,
+) -> SplitPlan:
+    """The splitter's plan, with the index's vectors of the briefs where they are its model's."""
+    embedder = getattr(index, "embedder", None)
+    if takes_brief_vectors(splitter) and embedder is not None and splitter.embedder is embedder:
+        return splitter.split_with_briefs(units, infos, stored_brief=index.document_vector)
+    return splitter.split(units, infos)
 
 
 def _write_briefs(

@@ -11,6 +11,9 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import cast
 
+import numpy as np
+import numpy.typing as npt
+
 from langgraph_topics.state.records import StoredMessage, TopicMeta
 from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.stores.protocols import (
@@ -170,6 +173,11 @@ class OverlayTopicIndex:
         self._shadowed: set[str] = set()
         self._status: dict[str, str] = {}
 
+    @property
+    def embedder(self) -> object:
+        """The base index's embedder (the model its vectors, and the scratch index's, are of)."""
+        return getattr(self.base, "embedder", None)
+
     def upsert(self, topic_id: str, name: str, brief: str, *, status: str) -> None:
         """Index the brief in the scratch index only."""
         self.scratch.upsert(topic_id, name, brief, status=status)
@@ -197,6 +205,11 @@ class OverlayTopicIndex:
     def remove(self, topic_id: str) -> None:
         """Hide a topic in this view."""
         self._status[topic_id] = "archived"
+
+    def document_vector(self, topic_id: str, document: str) -> npt.NDArray[np.float32] | None:
+        """The vector of a brief written in this view, else the base index's."""
+        index = self.scratch if topic_id in self._shadowed else self.base
+        return index.document_vector(topic_id, document)
 
     def count(self) -> int:
         """Topics indexed in the base plus those created in this view."""

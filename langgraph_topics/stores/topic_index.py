@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
+import numpy.typing as npt
 
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.stores.file_lock import FileLock
@@ -497,6 +498,18 @@ class ChromaTopicIndex:
         with self._lock:
             return int(self._request(self._collection.count))
 
+    def document_vector(self, topic_id: str, document: str) -> npt.NDArray[np.float32] | None:
+        """The vector indexed for ``topic_id`` if its indexed text is exactly ``document``."""
+        with self._lock:
+            found = self._request(
+                lambda: self._collection.get(ids=[topic_id], include=["documents", "embeddings"])
+            )
+        documents = found["documents"] or []
+        embeddings = found["embeddings"]
+        if not documents or documents[0] != document or embeddings is None or not len(embeddings):
+            return None
+        return np.asarray(embeddings[0], dtype=np.float32)
+
     def entries(self) -> dict[str, tuple[str, str]]:
         """Every indexed topic: topic id → (the embedded document, its status)."""
         with self._lock:
@@ -585,6 +598,12 @@ class InMemoryTopicIndex:
         """Remove a topic from the index (unknown ids are ignored)."""
         with self._lock:
             self._entries.pop(topic_id, None)
+
+    def document_vector(self, topic_id: str, document: str) -> npt.NDArray[np.float32] | None:
+        """The vector indexed for ``topic_id`` if its indexed text is exactly ``document``."""
+        with self._lock:
+            entry = self._entries.get(topic_id)
+        return entry[0] if entry is not None and entry[1] == document else None
 
     def count(self) -> int:
         """Return the number of indexed topics."""

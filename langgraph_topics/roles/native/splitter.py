@@ -26,7 +26,7 @@ the default ``drift`` of 0.2 (raw ≈ 0.28) separates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -183,6 +183,24 @@ class NativeSplitter:
         Archived topics are not offered: they left normal activation (seed 000 §4.8), and a new
         message reviving their subject opens a fresh topic instead.
         """
+        return self._split(units, topics, None)
+
+    def split_with_briefs(
+        self,
+        units: Sequence[Sequence[StoredMessage]],
+        topics: Sequence[TopicInfo],
+        *,
+        stored_brief: Callable[[str, str], Vector | None],
+    ) -> SplitPlan:
+        """Like :meth:`split`, taking a brief's vector from the topic index where it holds it."""
+        return self._split(units, topics, stored_brief)
+
+    def _split(
+        self,
+        units: Sequence[Sequence[StoredMessage]],
+        topics: Sequence[TopicInfo],
+        stored_brief: Callable[[str, str], Vector | None] | None,
+    ) -> SplitPlan:
         kept = _distinct_units(units)
         if not kept:
             return {"assignments": [], "new_topics": []}
@@ -193,7 +211,12 @@ class NativeSplitter:
             None,
         )
         read = self._read_units([*kept, latest[1]] if latest else kept)
-        anchors = self.topic_cache.embed([(text, text) for text in topic_texts])
+        topic_of = {text: t["id"] for t, text in zip(open_topics, topic_texts, strict=True)}
+
+        def stored(text: str) -> Vector | None:
+            return None if stored_brief is None else stored_brief(topic_of[text], text)
+
+        anchors = self.topic_cache.embed([(text, text) for text in topic_texts], stored=stored)
         targets = [
             _Target(topic["id"], None, anchors[index], set(extract_keywords(text)))
             for index, (topic, text) in enumerate(zip(open_topics, topic_texts, strict=True))

@@ -18,7 +18,7 @@ import functools
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -186,15 +186,17 @@ class NativeTopicWindow:
         topic_messages: Sequence[StoredMessage],
         unsplit: Sequence[StoredMessage],
         evidence: Evidence,
+        *,
+        stored_brief: Callable[[str], Vector | None] | None = None,
     ) -> TopicVerdict:
         """Score the topic from the turn's precomputed evidence; reference its best messages.
 
-        The score is :meth:`score_with_evidence`'s. The references are the topic's messages in
-        thread-wide evidence order, each with its relevance, so the assembler can weigh them
-        against other topics' quotes.
+        The score is :meth:`score_with_evidence`'s (``stored_brief`` as there). The
+        references are the topic's messages in thread-wide evidence order, each with its
+        relevance, so the assembler can weigh them against other topics' quotes.
         """
         ids = [m["id"] for m in topic_messages if m["id"] in evidence.position]
-        score = self.score_with_evidence(topic, ids, evidence)
+        score = self.score_with_evidence(topic, ids, evidence, stored_brief=stored_brief)
         if score is None:
             return self.evaluate(topic, topic_messages, unsplit)
         if score < self.reference_threshold:
@@ -225,6 +227,7 @@ class NativeTopicWindow:
         evidence: Evidence,
         *,
         with_brief: bool = True,
+        stored_brief: Callable[[str], Vector | None] | None = None,
     ) -> float | None:
         """The topic's score from the turn's evidence (None: no evidence to score it from).
 
@@ -233,6 +236,8 @@ class NativeTopicWindow:
         to :func:`rank_floor` of the topic's best message (at most that message's relevance).
         ``with_brief=False`` leaves the brief out (as for a topic without one): nothing is
         embedded, which a score taken for every active topic each turn cannot afford.
+        ``stored_brief``: the vector the topic index holds for a brief's text (the node's,
+        when the index embeds with this window's embedder), taken instead of embedding it.
         """
         if not scored_ids or not evidence.query:
             return None
@@ -242,7 +247,7 @@ class NativeTopicWindow:
         brief = f"{topic['name']}\n{topic['brief']}".strip() if with_brief else ""
         described = runners_up
         if brief:
-            vector = self.text_cache.embed([(brief, brief)])[0]
+            vector = self.text_cache.embed([(brief, brief)], stored=stored_brief)[0]
             described = float(vector @ evidence.query_vector)
         raw = 0.5 * float(dense[0]) + 0.3 * runners_up + 0.2 * described
         best = int(positions[np.argmax(evidence.score[positions])])

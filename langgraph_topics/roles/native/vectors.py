@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -103,11 +103,18 @@ class VectorCache:
         with self._lock:
             return self._bytes
 
-    def embed(self, keyed_texts: Sequence[tuple[Hashable, str]]) -> Matrix:
+    def embed(
+        self,
+        keyed_texts: Sequence[tuple[Hashable, str]],
+        *,
+        stored: Callable[[str], Vector | None] | None = None,
+    ) -> Matrix:
         """Vectors of ``(key, text)`` pairs, embedding only the keys not cached, in one call.
 
         Args:
             keyed_texts: Each text with the key its embedding is cached under.
+            stored: The vector a store already holds for a text the cache lacks (None: none
+                held), asked before that text is embedded.
 
         Returns:
             An ``(n, d)`` matrix in the order of ``keyed_texts``.
@@ -129,14 +136,14 @@ class VectorCache:
                     claimed[key] = text
                     self._in_flight[key] = threading.Event()
         if claimed:
-            fresh: Matrix | None = None
+            fresh: dict[Hashable, Vector] | None = None
             try:
-                fresh = embed_matrix(self.embedder, list(claimed.values()))
+                fresh = self._fetch(claimed, stored)
             finally:  # waiters are released even when the embedder fails
                 with self._lock:
                     events = [self._in_flight.pop(key) for key in claimed]
                     if fresh is not None:
-                        for key, row in zip(claimed, fresh, strict=True):
+                        for key, row in fresh.items():
                             found[key] = row
                             self._keep(key, np.array(row, dtype=np.float32))
                 for event in events:
@@ -152,6 +159,22 @@ class VectorCache:
                 else embed_matrix(self.embedder, [dict(keyed_texts)[key]])[0]
             )
         return np.stack([found[key] for key, _ in keyed_texts])
+
+    def _fetch(
+        self, claimed: dict[Hashable, str], stored: Callable[[str], Vector | None] | None
+    ) -> dict[Hashable, Vector]:
+        """The claimed keys' vectors: a store's where it holds one, else embedded (one call)."""
+        rows: dict[Hashable, Vector] = {}
+        if stored is not None:
+            for key, text in claimed.items():
+                vector = stored(text)
+                if vector is not None:
+                    rows[key] = vector
+        missing = [key for key in claimed if key not in rows]
+        if missing:
+            matrix = embed_matrix(self.embedder, [claimed[key] for key in missing])
+            rows.update(zip(missing, matrix, strict=True))
+        return {key: rows[key] for key in claimed}
 
     def _keep(self, key: Hashable, vector: Vector) -> None:
         """Keep one vector, then evict the oldest past the bounds (the lock is held)."""
