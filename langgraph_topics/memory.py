@@ -34,7 +34,7 @@ from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.graph.review import build_review_graph
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.message_texts import check_message_text
-from langgraph_topics.review.clock import parse_now
+from langgraph_topics.review.clock import parse_now, review_time
 from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
 from langgraph_topics.review.schedule import parse_review_at, review_due
@@ -722,16 +722,18 @@ class TopicMemory:
                 if links:
                     summary["links"] = [{"topic_id": other, "kind": kind} for other, kind in links]
                 if record and record["status"] != "split":  # scored through its subtopics
-                    scored = self._memory_score(record)
+                    scored = self._memory_score(record, values)
                     summary["memory_score"], summary["tier"] = scored.score, scored.tier
                     summary["usage"] = record.get("usage", {})
                 summaries.append(summary)
             return summaries
 
-    def _memory_score(self, record: TopicRecord) -> MemoryScore:
-        return memory_score(
-            record, self.services.clock(), decay_days=self.settings.score_decay_days
-        )
+    def _memory_score(self, record: TopicRecord, values: Mapping[str, Any]) -> MemoryScore:
+        """The score a review would judge the topic by now: on the thread's own clock."""
+        # Without the review's input keys, review_time reads the thread's clock.
+        thread = {"messages": values.get("messages") or []}
+        now = review_time(thread, self.services.clock, self.settings.review_clock)
+        return memory_score(record, now, decay_days=self.settings.score_decay_days)
 
     def pin(self, thread_id: str, topic_id: str) -> MemoryScore:
         """Pin a topic: a user signal that raises its memory score (seed 004 §2.3).
@@ -772,8 +774,9 @@ class TopicMemory:
         thread_id = check_thread_id(thread_id)
         with self.writing(thread_id), self._files(thread_id):
             self._finish_interrupted(thread_id)  # never drop a cut-short turn's message
+            values = self.state(thread_id)
             topics = with_signal(
-                self.state(thread_id).get("topics") or {},
+                values.get("topics") or {},
                 topic_id,
                 pinned=pinned,
                 rating=rating,
@@ -784,7 +787,7 @@ class TopicMemory:
                 self.run_config(thread_id), {"topics": topics}, as_node="bookkeeping"
             )
             prune_checkpoints(self.checkpointer, thread_id, self.keep_checkpoints)
-            return self._memory_score(topics[topic_id])
+            return self._memory_score(topics[topic_id], values)
 
     def transcript(self, thread_id: str) -> list[StoredMessage]:
         """The full conversation recovered from the topics and the working set, in order."""
@@ -920,7 +923,9 @@ class TopicMemory:
 
         Args:
             thread_id: The conversation thread (it must exist: nothing is created).
-            now: The time to judge by (``datetime`` or ISO-8601 text); now by default.
+            now: The time to judge by (``datetime`` or ISO-8601 text). By default the thread's
+                own clock: its latest message's time, or now while the thread is live
+                (``review.clock``; ``Settings.review_clock="wall"``: always now).
             archive_guard: Keeps topics the criteria would archive (``ArchiveGuard``).
 
         Returns:

@@ -39,6 +39,9 @@ CACHE_BREAKPOINTS_ENV = "LANGGRAPH_TOPICS_CACHE_BREAKPOINTS"
 MODEL_TIMEOUT_ENV = "LANGGRAPH_TOPICS_MODEL_TIMEOUT"
 TURN_DEADLINE_ENV = "LANGGRAPH_TOPICS_TURN_DEADLINE"
 REVIEW_AT_ENV = "LANGGRAPH_TOPICS_REVIEW_AT"
+REVIEW_CLOCK_ENV = "LANGGRAPH_TOPICS_REVIEW_CLOCK"
+REVIEW_CLOCKS = ("thread", "wall")
+"""What a review ages a thread by (``Settings.review_clock``)."""
 DEFAULT_WINDOW_INPUT_TOKENS = 40_000
 """Cheap-model input of one turn's topic windows: about six calls of a full topic (4,000
 tokens, ``DEFAULT_SUBTOPIC_LIMIT_TOKENS``) read against an 8,000-token budget's working set."""
@@ -144,6 +147,13 @@ def _env_switch(variable: str) -> bool | None:
     if raw in ("0", "false", "no", "off"):
         return False
     raise InputError(f"{variable} must be 1, 0 or auto, got {raw!r}")
+
+
+def _default_review_clock() -> str:
+    raw = (os.environ.get(REVIEW_CLOCK_ENV) or "thread").strip().lower()
+    if raw not in REVIEW_CLOCKS:
+        raise InputError(f"{REVIEW_CLOCK_ENV} must be thread or wall, got {raw!r}")
+    return raw
 
 
 def _env_text(variable: str) -> str | None:
@@ -322,6 +332,14 @@ class Settings:
     reviews the thread, after its reply (seed 000 §4.8, §16.3; ``review/schedule.py``). None:
     reviews run only when asked (``TopicMemory.review``, ``langgraph-topics review``, a server
     cron). The CLI's ``chat`` turns it on at 03:00 unless set. ``LANGGRAPH_TOPICS_REVIEW_AT``."""
+    review_clock: Literal["thread", "wall"] = field(
+        default_factory=lambda: cast(Literal["thread", "wall"], _default_review_clock())
+    )
+    """What a review without an explicit time ages the thread by: ``thread`` (its latest
+    message's time, or the wall clock when that is later and the thread is live, its latest
+    message at most a day old; ``review/clock.py``), so a history imported today is judged as
+    of its own end, not archived whole; ``wall``: the wall clock, whatever the thread's
+    messages say. ``LANGGRAPH_TOPICS_REVIEW_CLOCK``."""
     one_off_messages: int = 2
     """A topic of at most this many messages, one of them the user's, is a one-off question."""
     one_off_after_days: float = 1.0
@@ -437,6 +455,8 @@ class Settings:
             raise ValueError(f"split_trigger must be in (0, 1], got {self.split_trigger}")
         if self.review_at is not None:
             parse_review_at(self.review_at, f"review_at ({REVIEW_AT_ENV})")
+        if self.review_clock not in REVIEW_CLOCKS:
+            raise ValueError(f"review_clock must be 'thread' or 'wall', got {self.review_clock!r}")
         if self.split_threshold not in ("budget70", "dynamic"):
             raise ValueError(
                 f"split_threshold must be 'budget70' or 'dynamic', got {self.split_threshold!r}"

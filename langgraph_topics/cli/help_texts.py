@@ -244,8 +244,9 @@ seconds: shows whether the windows run in parallel.
 """,
     f"{PROG} review": """
 examples:
-  langgraph-topics review --thread bob                   # as of now
+  langgraph-topics review --thread bob                   # on the thread's own clock
   langgraph-topics review --thread bob --now 2030-01-01  # dormancy judged as of that date
+  langgraph-topics review --thread bob --wall-clock      # as of now, however old the thread
   langgraph-topics review --thread bob --json
 
 Refreshes the briefs of topics touched since the last review, merges near-duplicate topics
@@ -254,6 +255,11 @@ activated for more than 7 days (Settings.archive_after_days) and one-off questio
 is lost: archived topics keep theirs (check, transcript), their summaries are filed under
 topics/archived/YYYY-MM/, and only a recall cue naming them or restore brings them back.
 Running it again changes nothing.
+
+Days are counted on the thread's own clock: the time of its latest message, or now while the
+thread is live (its latest message at most a day old). A history imported today is judged as
+of its own end, so its topics are not archived for the years since; --wall-clock (or
+LANGGRAPH_TOPICS_REVIEW_CLOCK=wall for every review) ages it by the calendar instead.
 """,
     f"{PROG} archive": """
 examples:

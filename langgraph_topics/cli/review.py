@@ -18,8 +18,18 @@ def add_review_parsers(commands: Any, common: Callable[[argparse.ArgumentParser]
         help="review the thread's topics: refresh briefs, merge duplicates, archive dormant ones",
         description="Review the thread's topics: refresh briefs, merge duplicates, archive.",
     )
-    review.add_argument(
-        "--now", metavar="ISO", help="judge as of this date or time (e.g. 2030-01-01); default now"
+    when = review.add_mutually_exclusive_group()
+    when.add_argument(
+        "--now",
+        metavar="ISO",
+        help="judge as of this date or time (e.g. 2030-01-01); default: the thread's own "
+        "clock (its latest message's time, or now while someone is writing in it)",
+    )
+    when.add_argument(
+        "--wall-clock",
+        action="store_true",
+        help="judge as of now even when the thread's latest message is older "
+        "(LANGGRAPH_TOPICS_REVIEW_CLOCK=wall does it for every review)",
     )
     review.add_argument("--json", action="store_true", help="print what the review did as JSON")
     common(review)
@@ -55,7 +65,9 @@ def run_review_command(args: argparse.Namespace) -> int:
 
     memory = open_existing(args)
     if args.command == "review":
-        return _print_review(memory.review(args.thread, now=args.now), args)
+        # The memory's own clock, as a turn stamps its messages with.
+        now = memory.services.clock() if args.wall_clock else args.now
+        return _print_review(memory.review(args.thread, now=now), args)
     if args.command == "archived":
         return _print_archived(memory.archived(args.thread, month=args.month), args)
     if args.command == "archive":

@@ -36,7 +36,7 @@ def review_archive(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[s
     services = services_of(runtime)
     settings = services.settings
     stores = services.branch_stores(thread_id_of(runtime), state)
-    now = review_time(state.get("review_now"), services.clock)
+    now = review_time(state, services.clock, services.settings.review_clock)
     guard = getattr(runtime.context, "archive_guard", None) or TierGuard(settings.score_decay_days)
     topics: dict[str, TopicRecord] = dict(state.get("topics") or {})
     events: list[TurnEvent] = []

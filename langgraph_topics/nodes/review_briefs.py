@@ -20,7 +20,8 @@ def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
     The same write compresses each such topic's new messages, day by day, into its card
     (``review.day_digests``): the review is the only place this runs, never a turn.
 
-    It also fixes the time the whole review judges by (``review_now``: as given, else now).
+    It also fixes the time the whole review judges by (``review_now``: as given, else the
+    thread's own clock, ``review.clock``).
     A topic is touched when its message count differs from the one the last review recorded
     (``review.reviewed``), or it was never reviewed: counts, not clocks, so that ``--now`` and
     the review's own brief writes cannot make an unchanged topic look touched. Archived topics
@@ -31,7 +32,8 @@ def review_briefs(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
     before its checkpoint shows there) leaves the registry: the store is the durable side.
     """
     services = services_of(runtime)
-    now = review_time(state.get("review_now"), services.clock)  # a bad --now: nothing written
+    # A bad --now is refused here, before anything is written.
+    now = review_time(state, services.clock, services.settings.review_clock)
     stores = services.branch_stores(thread_id_of(runtime), state)
     store = reviewable(stores)
     topics: dict[str, TopicRecord] = dict(state.get("topics") or {})

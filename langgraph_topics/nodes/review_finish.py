@@ -23,7 +23,7 @@ def review_finish(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[st
     """
     services = services_of(runtime)
     stores = services.branch_stores(thread_id_of(runtime), state)
-    now = review_time(state.get("review_now"), services.clock)
+    now = review_time(state, services.clock, services.settings.review_clock)
     merged = list(state.get("review_merged") or [])
     archived = list(state.get("review_archived") or [])
     topics = state.get("topics") or {}

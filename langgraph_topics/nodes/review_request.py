@@ -36,7 +36,7 @@ def review_request(state: ReviewState, runtime: Runtime[TopicContext]) -> dict[s
     record = topics.get(topic_id)
     if record is None:
         raise InputError(f"thread {thread_id_of(runtime)!r} has no topic {topic_id!r}")
-    now = review_time(state.get("review_now"), services.clock)
+    now = review_time(state, services.clock, services.settings.review_clock)
     events: list[TurnEvent] = []
     filed: list[ArchiveRecord] = []
     if request["action"] == "archive" and record["status"] != "archived":

@@ -32,7 +32,8 @@ class ReviewInput(TypedDict):
     """What a caller sends the review graph (both keys optional: ``{}`` reviews now)."""
 
     review_now: NotRequired[str | None]
-    """The time to judge by (ISO-8601, e.g. ``2030-01-01``); the services' clock when absent."""
+    """The time to judge by (ISO-8601, e.g. ``2030-01-01``); when absent, the thread's own
+    clock (``review.clock``: its latest message's time, or now while it is live)."""
     review_request: NotRequired[ReviewRequest | None]
     """One topic to archive or restore by request; absent for a review by the criteria."""
 
