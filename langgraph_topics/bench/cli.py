@@ -6,7 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langgraph_topics.bench.topics import TopicsConfig
 
 
 def _ints(text: str) -> list[int]:
@@ -91,7 +94,15 @@ def add_bench_parser(commands: Any) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="MemoryBank directory (*/memory_bank_*.json) or history file: topics per subject",
+        help="MemoryBank directory (*/memory_bank_*.json) or history file: topics per subject "
+        "(with --interleaved: each language's users' days woven into one conversation)",
+    )
+    topics.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="instead: the conversations' sessions woven round robin into one conversation, "
+        "topics scored against each message's source (V-measure, B³) beside chunks of 20 "
+        "messages and one topic per message pair",
     )
     topics.add_argument("--budget", type=_ints, default=[2000, 8000])
     topics.add_argument("--conversations", default=None, help="comma-separated sample ids")
@@ -364,11 +375,24 @@ def _topics(args: argparse.Namespace) -> int:
         draws=args.draws,
         seed=args.seed,
     )
+    if args.interleaved:
+        return _interleaved(args, config)
     report = run_topics(config, _stderr)
     path = _write(args.out, "topics.json", report)
     plot = plot_topics(report, args.out / "topics.png")
     _emit(args, report, topics_tables(report))
     _stderr(f"wrote {path} and {plot} in {report['timings']['total_seconds']} s")
+    return 0
+
+
+def _interleaved(args: argparse.Namespace, config: TopicsConfig) -> int:
+    from langgraph_topics.bench.interleaved import run_interleaved
+    from langgraph_topics.bench.interleaved_report import interleaved_table
+
+    report = run_interleaved(config, _stderr)
+    path = _write(args.out, "topics-interleaved.json", report)
+    _emit(args, report, interleaved_table(report))
+    _stderr(f"wrote {path} in {report['timings']['total_seconds']} s")
     return 0
 
 

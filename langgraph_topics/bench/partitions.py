@@ -8,7 +8,9 @@ assigned; they are read whole at every turn, so they count as one more topic). B
 - **random, contiguous runs**: the memory's block sizes in a random order laid end to end over
   the conversation in time order: a splitter that cuts at random places but keeps topic sizes;
 - **random, scattered**: the memory's block sizes filled with randomly drawn messages: topics
-  that ignore time order too.
+  that ignore time order too;
+- **fixed chunks**: runs of a fixed number of messages (20, or 2 for one topic per message
+  pair), for the interleaved test (``bench/interleaved.py``).
 
 Both random baselines keep exactly the memory's block-size multiset and are seeded; the
 contiguous one is the fair comparison for a splitter that works through time in order, the
@@ -38,6 +40,17 @@ def memory_partition(message_ids: Sequence[str], located: Mapping[str, str]) -> 
 def session_partition(message_ids: Sequence[str]) -> dict[str, str]:
     """One block per session, read from LoCoMo turn ids (``"D3:7"`` → ``"D3"``)."""
     return {message_id: message_id.split(":", 1)[0] for message_id in message_ids}
+
+
+def fixed_chunks(message_ids: Sequence[str], size: int) -> dict[str, str]:
+    """Runs of ``size`` messages in order (the last may be shorter): a splitter that only counts.
+
+    Raises:
+        ValueError: ``size`` is not positive.
+    """
+    if size <= 0:
+        raise ValueError(f"chunk size must be positive, got {size}")
+    return {message_id: f"c{i // size}" for i, message_id in enumerate(message_ids)}
 
 
 def block_sizes(partition: Partition) -> list[int]:
