@@ -34,6 +34,7 @@ from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.graph.review import build_review_graph
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.message_texts import check_message_text
+from langgraph_topics.retrieval.history_search import SearchHit, search_history
 from langgraph_topics.review.clock import parse_now, review_time
 from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
@@ -906,6 +907,51 @@ class TopicMemory:
         if missing:
             raise InputError(f"thread {thread_id!r} holds no message {', '.join(missing)}")
         return [found[i] for i in ids]
+
+    def search(
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[SearchHit]:
+        """Where the thread talked about ``query``: its best messages, with date and topic.
+
+        Searches every message, split into topics or not, as a turn's evidence does (no model
+        call, nothing written); ``expand`` gives a hit's whole text.
+
+        Args:
+            thread_id: The conversation thread (it must exist: nothing is created).
+            query: Free text, any language the embedder handles.
+            limit: At most this many hits, best first.
+            since: Only messages sent at or after this time (undated messages left out).
+            until: Only messages sent at or before this time (likewise).
+
+        Raises:
+            InputError: An invalid thread id, a thread that does not exist, or a limit that
+                is not positive.
+        """
+        thread_id = check_thread_id(thread_id)
+        if limit <= 0:
+            raise InputError(f"limit must be positive, got {limit}")
+        if not self.exists(thread_id):
+            raise InputError(f"no thread {thread_id!r} in {self.location}")
+        with self._files(thread_id):
+            values = self.state(thread_id)
+            stores = self.services.branch_stores(thread_id, values)
+            working = stored_view(values.get("messages", []))
+            return search_history(
+                self.services,
+                stores,
+                working,
+                values.get("topics") or {},
+                query,
+                limit=limit,
+                since=since,
+                until=until,
+            )
 
     def review(
         self,

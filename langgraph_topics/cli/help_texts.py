@@ -126,6 +126,17 @@ examples:
 The whole conversation, oldest first, recovered from the topic files and the working set
 (--json: one record a line with id, role, content and timestamp).
 """,
+    f"{PROG} search": """
+examples:
+  langgraph-topics search --thread bob which ryokan did we book
+  langgraph-topics search --thread bob 酸面包 --since 2024-02-01 --until 2024-02-29
+  langgraph-topics search --thread bob marathon --limit 3 --json
+
+Where the thread talked about something: its original messages, best first, each with its date,
+its topic (or "not split yet") and its relevance in [0, 1]. Every message is searched, split or
+not, as a turn's evidence is (words and meaning, no model call); nothing is written. A bare date
+given to --until counts the whole day. `expand ID` prints a hit whole.
+""",
     f"{PROG} expand": """
 examples:
   langgraph-topics expand --thread bob msg-042 msg-043

@@ -97,6 +97,10 @@ def _handler(command: str) -> Handler:
         from langgraph_topics.cli.migrate import run_migrate
 
         return run_migrate
+    if command == "search":
+        from langgraph_topics.cli.search import run_search
+
+        return run_search
     if command == "repair":
         from langgraph_topics.cli.opening import open_memory
         from langgraph_topics.cli.repair import run_repair

@@ -17,6 +17,7 @@ from langgraph_topics.cli.migrate import add_migrate_parser
 from langgraph_topics.cli.remembered import parse_budget
 from langgraph_topics.cli.repair import add_repair_parser
 from langgraph_topics.cli.review import add_review_parsers
+from langgraph_topics.cli.search import add_search_parser
 from langgraph_topics.cli.signals import add_signal_parsers
 from langgraph_topics.cli.workflow import add_workflow_parser
 from langgraph_topics.message_texts import text_problem
@@ -216,5 +217,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_workflow_parser(commands, common)
     add_migrate_parser(commands, thread_type)
     add_repair_parser(commands, common)
+    add_search_parser(commands, common)
     add_bench_parser(commands)
     return parser
