@@ -299,3 +299,26 @@ def test_node_outputs_play_back_what_each_call_returned() -> None:
     assert len(calls) == 4  # a played node never runs
     with pytest.raises(KeyError, match="turn 1"):
         played({})
+
+
+def test_search_bench_on_questions_finds_evidence_as_often_as_bm25(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    raw = json.loads(CONV_26.read_text("utf-8"))
+    sample = raw[0] if isinstance(raw, list) else raw
+    kept = {
+        key: value
+        for key, value in sample["conversation"].items()
+        if not key.startswith("session_") or int(key.split("_")[1]) <= 3
+    }
+    data = tmp_path / "short.json"
+    data.write_text(json.dumps([{**sample, "conversation": kept}]), "utf-8")
+    argv = ["bench", "search", "--history", "500", "--data", str(data), "--budget", "1500"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "TopicMemory.search against BM25" in printed
+    dev = json.loads((tmp_path / "out" / "search.json").read_text("utf-8"))["dev"]
+    [row] = dev["rows"]
+    assert row["conversation"] == "conv-26" and row["questions"] > 10
+    assert dev["search_top10"] >= dev["bm25_top10"] > 0
+    assert dev["median_ms"] > 0

@@ -74,6 +74,14 @@ def add_bench_parser(commands: Any) -> None:
 
     search = kinds.add_parser("search", help="whole-thread evidence search against history")
     search.add_argument("--history", type=_ints, default=[1000, 10000, 100000])
+    search.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="LoCoMo-format JSON: also measure TopicMemory.search against BM25 on its questions",
+    )
+    search.add_argument("--conversations", default=None, help="comma-separated sample ids")
+    search.add_argument("--budget", type=int, default=4000, help="the memory's budget (--data)")
     _shared(search)
 
     fanout = kinds.add_parser("fanout", help="turn latency against the number of active topics")
@@ -308,8 +316,20 @@ def run_bench(args: argparse.Namespace) -> int:
         from langgraph_topics.bench.search import run_search, search_table
 
         report = run_search(args.history, _stderr)
+        table = search_table(report)
+        if args.data is not None:
+            from langgraph_topics.bench.search_quality import (
+                run_search_quality,
+                search_quality_table,
+            )
+
+            if not args.data.is_file():
+                raise SystemExit(f"no such data file: {args.data}")
+            wanted = args.conversations.split(",") if args.conversations else None
+            report["dev"] = run_search_quality(args.data, wanted, args.budget, _stderr)
+            table += "\n\n" + search_quality_table(report["dev"])
         path = _write(args.out, "search.json", report)
-        _emit(args, report, search_table(report))
+        _emit(args, report, table)
         _stderr(f"wrote {path}")
         return 0
     if args.bench == "agent":
