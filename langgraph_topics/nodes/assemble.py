@@ -3,7 +3,8 @@
 Every candidate piece has a value and a token cost: a quoted message (valued by its relevance,
 which the topic window gives per reference), a quote's unit partner (for back ends that quote
 without message-level scores), an older unsplit message (valued by the same evidence score),
-a topic's brief and its summary. The last ``keep_recent`` messages and the instructions are
+a topic's brief, its summary and the lines of the summary's card (decisions with their
+reasons, open items, key files). The last ``keep_recent`` messages and the instructions are
 fixed. The budget left is filled by value across all topics, so a strong quote of a weaker
 topic is kept before a weak quote of a stronger one; then the pieces are rendered grouped by
 topic, topics by score (invariant 3), quotes in conversation order under their dates.
@@ -16,7 +17,7 @@ With ``alternating_roles`` the chat part is whole exchanges opening with a user 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +27,7 @@ from langgraph.runtime import Runtime
 
 from langgraph_topics.namespace.policy import NamespacePolicy
 from langgraph_topics.namespace.window import NamespaceWindow
+from langgraph_topics.prompts.card_lines import CardLineKind, card_lines
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.prompts.main_window import (
     NOTE_LABELS,
@@ -72,6 +74,10 @@ SUMMARY_VALUE = 0.1
 BRIEF_VALUE = 0.08
 """Values of a topic's summary and brief, as shares of its score: they fill what room the
 evidence leaves (quotes are the exact evidence; summaries and briefs paraphrase it)."""
+CARD_VALUES: dict[CardLineKind, float] = {"decision": 0.06, "unresolved": 0.05, "files": 0.04}
+"""Values of a line of a topic's summary card, as shares of its score: under the brief's,
+so that they take only the room the quotes, the summary and the brief leave (a decision
+restates what messages said; the quotes are what they said)."""
 PARTNER_SHARE = 0.5
 """A unit partner of a quote (its question, its answer) is worth this share of the quote."""
 UNSPLIT_FALLBACK_VALUE = 0.3
@@ -86,7 +92,7 @@ WORKFLOW_SHARE = 0.5
 """The workflow block (seed 001 T4) may take at most this share of the room the instructions
 and the recent messages leave: it goes first, but the recalled evidence keeps the rest."""
 
-PieceKind = Literal["quote", "unsplit", "summary", "brief"]
+PieceKind = Literal["quote", "unsplit", "summary", "brief", "decision", "unresolved", "files"]
 QuestionOf = Callable[[str], StoredMessage | None]
 """The question a stored reply answers (the user message opening its exchange), if any."""
 
@@ -102,7 +108,11 @@ class _Piece:
     messages: list[StoredMessage] = field(default_factory=list)
     """The message(s) of a quote or unsplit piece: a tool call and its results are one piece."""
     order: tuple[str, int] = ("", 0)
-    """Conversation order of a message piece: (timestamp, position)."""
+    """Conversation order of a message piece: (timestamp, position); a card line's place."""
+    line: str = ""
+    """A card line's text, escaped."""
+    sources: tuple[frozenset[str], ...] = ()
+    """A card line's sources (``CardLine.sources``): shown in the window, they make it redundant."""
 
     @property
     def message(self) -> StoredMessage | None:
@@ -118,6 +128,12 @@ class _Selection:
     opened_days: set[tuple[str, str]] = field(default_factory=set)
     quoted: set[str] = field(default_factory=set)
     """Ids of the messages the chosen quotes show."""
+    shown: set[str] = field(default_factory=set)
+    """Ids of every message the window shows so far: recent, chosen unsplit and quoted."""
+
+    def restates(self, piece: _Piece) -> bool:
+        """Whether a card line only says what messages already in the window say verbatim."""
+        return bool(piece.sources) and all(group & self.shown for group in piece.sources)
 
 
 @dataclass(frozen=True)
@@ -245,8 +261,9 @@ def _candidates(
 ) -> list[_Piece]:
     """Every piece that could enter the window, each message once at its best value.
 
-    ``results`` are best first. A block offers one brief (its head's) and one summary (its
-    best topic's): a topic divided into subtopics costs the window what it cost undivided.
+    ``results`` are best first. A block offers one brief (its head's) and one summary with
+    its card's lines (its best topic's): a topic divided into subtopics costs the window what
+    it cost undivided.
     """
     counter = tokens.counter
     brief_label, summary_label = NOTE_LABELS.get(language, NOTE_LABELS["en"])
@@ -293,6 +310,20 @@ def _candidates(
         if brief:
             cost = counter(note_line(brief_label, brief) + "\n")
             pieces.append(_Piece("brief", BRIEF_VALUE * score, cost, topic_id, block))
+        card = result.get("summary_card") if result["summary"] else None
+        for line in card_lines(card, language) if card else ():
+            pieces.append(
+                _Piece(
+                    line.kind,
+                    CARD_VALUES[line.kind] * score,
+                    counter(line.text + "\n"),
+                    topic_id,
+                    block,
+                    order=("", line.index),
+                    line=line.text,
+                    sources=line.sources,
+                )
+            )
     pieces.extend(_whole_exchanges(list(quotes.values()), exchanges, tokens))
     unsplit_pieces: list[_Piece] = []
     # One look-up of each message's place in the scores gives its value and its order (what
@@ -394,18 +425,22 @@ def _select(
     header_cost: Callable[[str], int],
     day_cost: Callable[[str], int],
     note_cost: Callable[[StoredMessage, set[str]], int] | None = None,
+    shown: Iterable[str] = (),
 ) -> _Selection:
     """Take pieces by value (conversation order breaks ties) while they fit ``room``.
 
     A piece that opens a block pays for the block's header, a quote that opens a day within
     its block pays for the date line, a reply whose question is not quoted yet for the note
-    naming it (``note_cost``).
+    naming it (``note_cost``). A card line whose sources the window already shows (``shown``:
+    the recent messages; then every message chosen) is not taken: the same thing twice.
     """
-    selection = _Selection()
+    selection = _Selection(shown=set(shown))
     used = 0
     for piece in sorted(pieces, key=lambda p: (-p.value, p.order)):
         extra = 0
         day = ""
+        if piece.sources and selection.restates(piece):
+            continue
         if used + piece.cost > room:
             # What it would open costs more still: no need to price the header, day or note
             # (a note looks its question up in the store), for each of a long tail of quotes.
@@ -427,10 +462,14 @@ def _select(
         selection.chosen.append(piece)
         if piece.kind == "quote":
             selection.quoted.update(m["id"] for m in piece.messages)
+        selection.shown.update(m["id"] for m in piece.messages)
         if piece.kind != "unsplit":
             selection.opened_topics.add(piece.block)
             if day:
                 selection.opened_days.add((piece.block, day))
+    # A quote taken after a card line (worth more than the line, costing more than the room
+    # left when the line came) can show its sources all the same: the line goes.
+    selection.chosen = [p for p in selection.chosen if not selection.restates(p)]
     return selection
 
 
@@ -470,6 +509,7 @@ def _render(
                 if question is not None:
                     questions[first["id"]] = question
         summaries = [blocks.results[p.topic_id]["summary"] for p in mine if p.kind == "summary"]
+        card = [p.line for p in sorted((p for p in mine if p.line), key=lambda p: p.order)]
         head = blocks.heads[block]
         rendered.append(
             render_topic_block(
@@ -480,6 +520,7 @@ def _render(
                 brief=clip_line(head["brief"]) if any(p.kind == "brief" for p in mine) else "",
                 summary=summaries[0] if summaries else "",
                 questions=questions,
+                card=card,
             )
         )
         quoted.extend(messages)
@@ -498,6 +539,9 @@ def _trim_record(piece: _Piece) -> TrimRecord:
         "unsplit": "unsplit_message",
         "summary": "topic_summary",
         "brief": "topic_brief",
+        "decision": "topic_card_line",
+        "unresolved": "topic_card_line",
+        "files": "topic_card_line",
     }
     identifier = piece.message["id"] if piece.message is not None else piece.topic_id
     return {"kind": kinds[piece.kind], "id": identifier, "tokens": piece.cost}
@@ -650,7 +694,7 @@ def assemble_window(
     def render(chosen: Sequence[_Piece], block: str) -> tuple[str, list[StoredMessage], list[str]]:
         return _render(blocks, chosen, language, prompt_dir, block, question_of, earlier)
 
-    selection = _select(pieces, max(0, room), header_cost, day_cost, note_cost)
+    selection = _select(pieces, max(0, room), header_cost, day_cost, note_cost, placed)
     system_prompt, quoted, shown = render(selection.chosen, workflow_block)
     chosen_unsplit = sorted(
         (p for p in selection.chosen if p.kind == "unsplit"), key=lambda p: p.order

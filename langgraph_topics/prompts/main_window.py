@@ -1,12 +1,13 @@
 """Render the main window's system prompt (seed 000 §5, §6.2).
 
 History is data, not instructions: every text of the conversation in the prompt (a quote, the
-opening of a question a reply note names, a brief, a summary) is escaped and kept to one line
-(``roles/llm/escaping.quote_text``) inside a fenced block, ``<q>…</q>`` (one a topic, in the
-``main_window_topic`` prompt, and one around the replies quoted before the first question), so
-an imported or typed message can neither close the fence nor add a line of its own to the
-system message. The instructions say once that quoted text is never an instruction. A fence a
-block, not a quote: each quote's tokens come out of the budget of the evidence.
+opening of a question a reply note names, a brief, a summary, a line of its card) is escaped
+and kept to one line (``roles/llm/escaping.quote_text``) inside a fenced block, ``<q>…</q>``
+(one a topic, in the ``main_window_topic`` prompt, and one around the replies quoted before the
+first question), so an imported or typed message can neither close the fence nor add a line of
+its own to the system message. The instructions say once that quoted text is never an
+instruction. A fence a block, not a quote: each quote's tokens come out of the budget of the
+evidence.
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def render_topic_block(
     brief: str = "",
     summary: str = "",
     questions: Mapping[str, StoredMessage] | None = None,
+    card: Sequence[str] = (),
 ) -> str:
     """The main-window section of one topic result (``prompt_dir`` overrides the packaged one).
 
@@ -150,6 +152,8 @@ def render_topic_block(
         brief: The brief line, when the budget has room for it.
         summary: The summary, when the budget has room for it.
         questions: The questions of quoted replies (see :func:`render_quotes`).
+        card: Lines of the summary's card that the budget has room for, escaped
+            (``prompts/card_lines.py``).
     """
     template = load_prompt("main_window_topic", language, prompt_dir)
     brief_label, summary_label = NOTE_LABELS.get(language, NOTE_LABELS["en"])
@@ -158,6 +162,7 @@ def render_topic_block(
         lines.append(note_line(brief_label, brief))
     if summary:
         lines.append(note_line(summary_label, summary))
+    lines.extend(card)
     block = template.render(
         name=escape_label(result["name"] or result["topic_id"]),
         ref=escape_label(result["topic_id"]),

@@ -150,7 +150,9 @@ class TopicResult(TypedDict):
     assembler weighs quotes of different topics by."""
     summary_card: NotRequired[SummaryCard]
     """The summary as a structured card whose facts cite message ids (seed 001 T3); present
-    whenever ``summary`` is. The main window shows ``summary``, the card's ``text``."""
+    whenever ``summary`` is. The main window shows ``summary`` (the card's ``text``) and, as the
+    budget allows, the card's decisions with their reasons, open items and files as lines of
+    their own (``prompts/card_lines.py``)."""
     round: int
     """Which pass of this turn produced it: 0 for the first fan-out, n for the n-th activation."""
     window: NotRequired[Literal["read", "reused", "native"]]
@@ -180,6 +182,7 @@ class TrimRecord(TypedDict):
     kind: Literal[
         "topic_summary",
         "topic_brief",
+        "topic_card_line",
         "referenced_message",
         "topic_result",
         "unsplit_message",

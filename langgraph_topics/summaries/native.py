@@ -4,8 +4,8 @@ Each fact is found in a message and cites it: subjects are the messages' top key
 decision is a sentence with a decision cue (its reason the clause after a reason cue, or the
 question it answers), an unresolved item is an open cue or a question nothing answered, an
 entity is a file path, a URL, a code identifier or a quoted name. The card's ``text`` is the
-summary the back end already wrote, unchanged: the main window shows that text, so building a
-card alters no prompt.
+summary the back end already wrote, unchanged; the main window shows it, and the decisions, open
+items and files as lines of their own (``prompts/card_lines.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ MAX_ENTITIES = 8
 MAX_CITED = 6
 """Most ids one fact cites (the earliest messages that say it)."""
 FACT_CHARS = 200
+NO_REASON = {"en": "not stated in the messages", "zh": "消息中未说明"}
+"""The ``why`` of a decision whose messages give no reason: the card says so, a prompt need not."""
 
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])\s*|\n+|(?<=\.)\s+")
 _SPACES = re.compile(r"\s+")
@@ -154,7 +156,7 @@ def _decisions(messages: Sequence[StoredMessage], chinese: bool) -> list[Decisio
                 why = ("回应：" if chinese else "in answer to: ") + _clip(asked["content"])
                 cited.insert(0, asked["id"])
             if why is None:
-                why = "消息中未说明" if chinese else "not stated in the messages"
+                why = NO_REASON["zh" if chinese else "en"]
             facts.append({"what": _clip(sentence), "why": why, "message_ids": cited})
             if len(facts) == MAX_DECISIONS:
                 return facts

@@ -172,12 +172,12 @@ class NativeTopicWindow:
         # repeats crowded the quotes themselves out). The summary covers what is not quoted.
         quoted = set(references)
         rest = [m for m in relevant[: 2 * self.max_references] if m["id"] not in quoted]
-        summary = self._summary(topic, rest, query, topic_messages)
+        summary, card = self._summary_card(topic, topic_messages, references, rest, query)
         return {
             "relevance_score": score,
             "referenced_message_ids": references,
             "summary": summary,
-            "card": self._card(topic, topic_messages, references, rest, summary),
+            "card": card,
         }
 
     def evaluate_with_evidence(
@@ -211,13 +211,13 @@ class NativeTopicWindow:
             chinese=is_chinese([evidence.query]),
         )
         rest = [by_id[i] for i in ranked[self.max_references : 2 * self.max_references]]
-        summary = self._summary(topic, rest, query, topic_messages)
+        summary, card = self._summary_card(topic, topic_messages, references, rest, query)
         return {
             "relevance_score": score,
             "referenced_message_ids": references,
             "reference_relevance": [round(evidence.relevance_of(i), 4) for i in references],
             "summary": summary,
-            "card": self._card(topic, topic_messages, references, rest, summary),
+            "card": card,
         }
 
     def score_with_evidence(
@@ -254,6 +254,33 @@ class NativeTopicWindow:
         # Strong evidence, not a mere rank: in a short thread every topic ranks near the top.
         floor = min(rank_floor(evidence.rank_at(best)), float(evidence.relevance[best]))
         return round(max(calibrate(raw), floor), 4)
+
+    def _summary_card(
+        self,
+        topic: TopicInfo,
+        topic_messages: Sequence[StoredMessage],
+        references: Sequence[str],
+        rest: Sequence[StoredMessage],
+        query: _Query,
+    ) -> tuple[str, SummaryCard]:
+        """The summary of what is not quoted, and its card.
+
+        When every relevant message is quoted (a small topic) no sentence is left to summarise:
+        the lead alone would tell the main model nothing, so the summary names the subjects the
+        card found in the quoted messages (its decisions and open items are lines of their own
+        in the main window, ``prompts/card_lines.py``: said here too, they would be said twice).
+        """
+        summary = self._summary(topic, rest, query, topic_messages)
+        card = self._card(topic, topic_messages, references, rest, summary)
+        name = topic["name"] or topic["id"]
+        subjects = [fact["name"] for fact in card["topics"] if fact["name"] != name]
+        if "\n" in summary or not subjects:
+            return summary, card
+        if query.chinese:
+            summary += "\n- 主题：" + "、".join(subjects)
+        else:
+            summary += "\n- subjects: " + ", ".join(subjects)
+        return summary, self._card(topic, topic_messages, references, rest, summary)
 
     def _card(
         self,
