@@ -8,6 +8,7 @@ here: when the split divides, what the registry, the windows, the index search, 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,20 @@ def test_a_topic_past_its_limit_is_divided_and_keeps_every_message(memory: Topic
     assert set(located.values()) <= set(leaves)
     index = memory.services.stores(thread).message_index
     assert all(index.topics[index.position[i]] == t for i, t in located.items())
+
+
+def test_subtopics_are_named_for_what_tells_them_apart(memory: TopicMemory) -> None:
+    thread = "trip"
+    memory.import_messages(thread, kyoto_history())
+    registry = memory.state(thread)["topics"]
+    names = [record["name"].casefold() for record in registry.values()]
+    assert len(set(names)) == len(names), names  # distinct in the thread, parents included
+    assert not any(re.search(r"\(\d+\)$", name) for name in names)  # no "ryokan (2)"
+    parents = divided(memory, thread).values()
+    assert parents
+    for record in parents:
+        children = [registry[child]["name"] for child in record["children"]]
+        assert record["name"] not in children
 
 
 def test_windows_read_the_subtopics_and_a_hit_on_the_parent_wakes_them(

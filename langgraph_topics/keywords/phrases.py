@@ -79,6 +79,9 @@ def name_phrase(
     speakers: Sequence[bool],
     *,
     people: Collection[str] = (),
+    contrast: Sequence[str] = (),
+    avoid: Collection[str] = (),
+    taken: Collection[str] = (),
 ) -> str | None:
     """Return a short name for a topic made of ``texts``, or None when they name nothing.
 
@@ -89,6 +92,12 @@ def name_phrase(
             when no text is flagged, all of them may.
         people: Names of the speakers: they recur in every subject ("Hey Mel!"), so they
             never name one.
+        contrast: Texts of the topics this one is told apart from (its sibling subtopics, a
+            topic of the same name): a word counts by how much more this topic uses it.
+        avoid: Names whose words may not be the new name's key word (the parent's, the name
+            this one would repeat); they may still stand beside it ("refactor tests").
+        taken: Names the result may not be (compared without case); the next best phrase is
+            taken instead.
     """
     if not (len(texts) == len(weights) == len(speakers)):
         raise ValueError("texts, weights and speakers must have one entry per text")
@@ -115,11 +124,14 @@ def name_phrase(
         if speaker or not quotable:
             opening = not clauses
             clauses.extend((clause, opening) for clause in _clauses(text, excluded))
-    best: tuple[tuple[float, int, int, int], Sequence[_Word], int] | None = None
+    if contrast:
+        _contrast(weight_of, texts_of, len(seen), contrast, excluded)
+    banned = _keys_of(avoid, excluded)
+    candidates: list[tuple[tuple[float, int, int, int], Sequence[_Word], int]] = []
     order = 0
     for clause, opening in clauses:
         for position, word in enumerate(clause):
-            if word.key is None:
+            if word.key is None or word.key in banned:
                 continue
             # Among equals, the opening text's word, then a phrase's last word (its head:
             # 基本面*分析*, sourdough *starter*), then the earliest.
@@ -127,12 +139,47 @@ def name_phrase(
             score = round(weight_of[word.key] * specificity(word.surface), 6)
             rank = (score, 1 if opening else 0, 1 if ends else 0, -order)
             order += 1
-            if best is None or rank > best[0]:
-                best = (rank, clause, position)
-    if best is None:
-        return None
-    _, clause, position = best
-    return _phrase(clause, position, texts_of)
+            candidates.append((rank, clause, position))
+    used = {name.casefold() for name in taken}
+    tried: set[str] = set()
+    for _, clause, position in sorted(candidates, key=lambda c: c[0], reverse=True):
+        if clause[position].key in tried:
+            continue  # the same key word grows the same phrase wherever it stands
+        phrase = _phrase(clause, position, texts_of)
+        if phrase.casefold() not in used:
+            return phrase
+        tried.add(clause[position].key or "")
+    return None
+
+
+def _contrast(
+    weight_of: dict[str, float],
+    texts_of: dict[str, int],
+    own: int,
+    contrast: Sequence[str],
+    excluded: frozenset[str],
+) -> None:
+    """Weigh each key word by its share of this topic's use against the contrasted topics'.
+
+    The factor is ``(p / (p + q))²`` for shares p (of this topic's texts) and q (of the others'):
+    1 for a word only this topic uses, 1/4 for one both use alike, so a subtopic is named for
+    what tells it from its siblings rather than for the subject they share.
+    """
+    others: dict[str, int] = {}
+    for text in contrast:
+        for key in {w.key for clause in _clauses(_QUOTED.sub(" ", text), excluded) for w in clause}:
+            if key:
+                others[key] = others.get(key, 0) + 1
+    for key in weight_of:
+        mine = texts_of[key] / max(1, own)
+        theirs = others.get(key, 0) / len(contrast)
+        weight_of[key] *= (mine / (mine + theirs)) ** 2
+
+
+def _keys_of(names: Collection[str], excluded: frozenset[str]) -> frozenset[str]:
+    return frozenset(
+        w.key for name in names for clause in _clauses(name, excluded) for w in clause if w.key
+    )
 
 
 # 5 to 15 KB an entry, and a name is derived once per new topic: a few splits' worth is kept

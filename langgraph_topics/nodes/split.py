@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from langgraph_topics.activation.active_cap import sleep_over_cap
+from langgraph_topics.roles.native.topic_names import thread_name
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.scoring.usage import with_counts
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
@@ -78,13 +79,27 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     events: list[TurnEvent] = list(prepared.events)
 
     created: dict[str, str] = {}
+    created_names: list[str] = []
     grouped: dict[str, list[StoredMessage]] = {}
     for (kind, key), messages in prepared.grouped().items():
         if kind == "new":
             spec = prepared.new_topics.get(key, {"key": key, "name": "", "brief": ""})
             first = messages[0].get("timestamp")
-            meta = store.create_topic(spec["name"] or "Unsorted", spec["brief"], created_at=first)
+            written = prepared.briefs.get((kind, key))
+            # Two topics of one name leave the user to open both: a repeated name is replaced
+            # by what tells this topic apart (issue 36 item 3).
+            name = thread_name(
+                (written[0] if written else "") or spec["name"] or "Unsorted",
+                messages,
+                topics,
+                lambda topic_id: store.meta(topic_id)["brief"],
+                created_names,
+            )
+            if written is not None:
+                prepared.briefs[(kind, key)] = (name, written[1], written[2])
+            meta = store.create_topic(name, spec["brief"], created_at=first)
             created[key] = meta["id"]
+            created_names.append(name)
             events.append(
                 {"kind": "topic_created", "detail": meta["name"], "topic_ids": [meta["id"]]}
             )

@@ -16,7 +16,8 @@ import numpy as np
 
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.retrieval.message_index import MessageIndex
-from langgraph_topics.roles.native.text import indexed_text, truncate_utf8
+from langgraph_topics.roles.native.text import indexed_text, message_text, truncate_utf8
+from langgraph_topics.roles.native.topic_names import distinct_name
 from langgraph_topics.roles.native.vectors import Matrix, embed_matrix
 from langgraph_topics.roles.protocols import TopicInfo
 from langgraph_topics.services import ThreadStores, TopicServices
@@ -95,7 +96,8 @@ def divide_topic(
     if len(parts) < 2:
         return None
     meta = store.meta(topic_id)
-    specs, cards = _named_parts(services, record, meta["file"], parts, given)
+    taken = [other["name"] for other in topics.values()]
+    specs, cards = _named_parts(services, record, meta["file"], parts, given, taken)
     created_at = parts[0][0].get("timestamp")
     child_ids = store.split_topic(topic_id, specs, created_at=created_at)
     status = record["status"]
@@ -209,11 +211,14 @@ def _named_parts(
     file: str,
     parts: Sequence[Sequence[StoredMessage]],
     given: Sequence[tuple[str, str]],
+    taken: Sequence[str],
 ) -> tuple[list[SubtopicPart], list[SummaryCard | None]]:
     """A name and a brief for each part: the splitter's, or written from its own messages.
 
-    A part whose brief cannot be written (a failing back end) is named after the parent with
-    its place, so that the division still happens; names that repeat get their place too.
+    A part whose brief cannot be written (a failing back end) is still named, so that the
+    division still happens. No name repeats one of ``taken`` (the thread's), the parent's or a
+    sibling's: such a part is named for what tells it from its siblings (see
+    :func:`~langgraph_topics.roles.native.topic_names.distinct_name`).
     """
     specs: list[SubtopicPart] = []
     cards: list[SummaryCard | None] = []
@@ -246,13 +251,18 @@ def _named_parts(
             name, brief = "", ""
         specs.append({"name": name, "brief": brief, "message_ids": [m["id"] for m in part]})
         cards.append(card)
-    seen: dict[str, int] = {}
-    for place, spec in enumerate(specs, start=1):
-        name = spec["name"] or record["name"]
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1 or not spec["name"]:
-            name = f"{name} ({place})"
-        spec["name"] = name
+    texts = [[message_text(m) for m in part] for part in parts]
+    used = [*taken, record["name"]]
+    for place, spec in enumerate(specs):
+        siblings = [text for other in texts[:place] + texts[place + 1 :] for text in other]
+        spec["name"] = distinct_name(
+            spec["name"] or record["name"],
+            parts[place],
+            used,
+            contrast=siblings,
+            avoid=[record["name"]],
+        )
+        used.append(spec["name"])
     return specs, cards
 
 
