@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ from indexed_topics import TOPICS, assert_same_hits, fill, ids, unique_collectio
 
 from langgraph_topics.stores import ChromaTopicIndex, InMemoryTopicIndex, TopicIndex, UseEmbedder
 from langgraph_topics.stores.overlay import OverlayTopicIndex
-from langgraph_topics.stores.topic_index import open_topic_index, topic_document
+from langgraph_topics.stores.topic_index import open_topic_index, stored_or_none, topic_document
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -331,3 +331,11 @@ def test_the_indexed_vector_of_a_brief_is_handed_back_for_its_exact_text(
         overlay.document_vector("t1", topic_document("Kyoto", "Only in the dry run.")) is not None
     )
     assert overlay.embedder is getattr(index, "embedder", None)
+
+
+def test_an_unreadable_index_costs_an_embedding_not_the_turn() -> None:
+    class Unreadable:
+        def document_vector(self, topic_id: str, document: str) -> None:
+            raise RuntimeError("database disk image is malformed")
+
+    assert stored_or_none(cast(TopicIndex, Unreadable()))("t1", "Kyoto\nTemples") is None

@@ -26,6 +26,7 @@ from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent
 from langgraph_topics.state.schema import TopicWindowInput, TopicWindowTask
 from langgraph_topics.stores.message_views import MessagesView
 from langgraph_topics.stores.protocols import TopicIndex
+from langgraph_topics.stores.topic_index import stored_or_none
 from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.summaries.native_cards import NativeCards
 from langgraph_topics.summaries.topic_cards import result_card
@@ -286,7 +287,8 @@ def stored_brief(
     embedder = getattr(window, "embedder", None)
     if embedder is None or embedder is not getattr(index, "embedder", None):
         return None
-    return lambda text: index.document_vector(topic_id, text)
+    stored = stored_or_none(index)
+    return lambda text: stored(topic_id, text)
 
 
 def _scope(task: TopicWindowTask, services: TopicServices) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from langgraph_topics.splitting.new_subjects import NEW_SUBJECT_KEY, open_new_su
 from langgraph_topics.state.records import StoredMessage, TopicRecord, TurnEvent
 from langgraph_topics.state.units import group_units, unit_in_store
 from langgraph_topics.stores.protocols import TopicIndex, TopicStore
+from langgraph_topics.stores.topic_index import stored_or_none
 from langgraph_topics.summaries.briefs import brief_card, write_brief
 from langgraph_topics.summaries.card import SummaryCard
 
@@ -184,7 +185,7 @@ def _plan(
     """The splitter's plan, with the index's vectors of the briefs where they are its model's."""
     embedder = getattr(index, "embedder", None)
     if takes_brief_vectors(splitter) and embedder is not None and splitter.embedder is embedder:
-        return splitter.split_with_briefs(units, infos, stored_brief=index.document_vector)
+        return splitter.split_with_briefs(units, infos, stored_brief=stored_or_none(index))
     return splitter.split(units, infos)
 
 

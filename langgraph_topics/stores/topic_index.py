@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.stores.file_lock import FileLock
-from langgraph_topics.stores.protocols import Embedder
+from langgraph_topics.stores.protocols import Embedder, TopicIndex
 from langgraph_topics.stores.store_faults import index_fault, is_damage
 
 if TYPE_CHECKING:
@@ -65,6 +65,25 @@ def indexed_status(status: str) -> str:
 def topic_document(name: str, brief: str) -> str:
     """Build the text embedded and stored for a topic (the name carries weight for short briefs)."""
     return f"{name}\n{brief}"
+
+
+def stored_or_none(
+    index: TopicIndex,
+) -> Callable[[str, str], npt.NDArray[np.float32] | None]:
+    """``index.document_vector`` that answers None when the index cannot be read.
+
+    A stored vector only saves an embedding: a damaged or unreachable index (derived data,
+    rebuilt from the topic files) must cost the caller that embedding, not its turn or split.
+    """
+
+    def stored(topic_id: str, document: str) -> npt.NDArray[np.float32] | None:
+        try:
+            return index.document_vector(topic_id, document)
+        except Exception as error:  # the caller embeds the brief instead
+            logger.debug("topic index vector of %s unavailable: %s", topic_id, first_line(error))
+            return None
+
+    return stored
 
 
 def _clamp(similarity: float) -> float:
