@@ -99,5 +99,5 @@ def test_the_command_prints_a_table_or_json_and_refuses_a_bad_date(
     assert status == 2 and not out
     assert err == [
         "langgraph-topics: error: --since 'last week': not an ISO-8601 date or time "
-        "(e.g. 2023-05-08)"
+        "(e.g. 2030-01-01)"
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from datetime import UTC, datetime, time
+from datetime import datetime, time
 from typing import Any
 
 from langgraph_topics.cli.tables import clip, print_json, render_table
@@ -72,14 +72,11 @@ def parse_bound(option: str, text: str | None, *, end_of_day: bool) -> datetime 
     Raises:
         InputError: Not an ISO-8601 date or time (one line naming the option).
     """
+    from langgraph_topics.review.clock import parse_now
+
     if text is None:
         return None
-    try:
-        parsed = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InputError(
-            f"{option} {text!r}: not an ISO-8601 date or time (e.g. 2023-05-08)"
-        ) from None
+    parsed = parse_now(text, option)
     if end_of_day and len(text.strip()) == len("2023-05-08"):
-        parsed = datetime.combine(parsed.date(), time.max)
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+        parsed = datetime.combine(parsed.date(), time.max, tzinfo=parsed.tzinfo)
+    return parsed

@@ -34,7 +34,7 @@ they age again from the moment someone writes in it.
 """
 
 
-def parse_now(text: str) -> datetime:
+def parse_now(text: str, option: str = "--now") -> datetime:
     """An ISO-8601 date or time (``2030-01-01``, ``2030-01-01T08:00:00+08:00``); naive is UTC.
 
     Raises:
@@ -44,7 +44,7 @@ def parse_now(text: str) -> datetime:
         parsed = datetime.fromisoformat(text.strip())
     except ValueError:
         raise InputError(
-            f"--now {text!r}: not an ISO-8601 date or time (e.g. 2030-01-01)"
+            f"{option} {text!r}: not an ISO-8601 date or time (e.g. 2030-01-01)"
         ) from None
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
