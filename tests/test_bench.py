@@ -155,7 +155,19 @@ def test_cli_bench_recall_baselines(tmp_path: Path, capsys: pytest.CaptureFixtur
     report = json.loads((out / "recall.json").read_text("utf-8"))
     assert report["summary"]["full history"]["4000"]["all"]["recall"] == 1.0
     assert report["summary"]["BM25 turns"]["1000"]["all"]["n"] == 4
+    forms = report["summary"]["BM25 turns"]["1000"]
+    assert forms["dated"]["n"] + forms["undated"]["n"] == 4
+    assert "by question form" in printed
     assert (out / "recall.png").stat().st_size > 1000
+
+
+def test_a_question_naming_a_day_is_of_the_dated_form() -> None:
+    from langgraph_topics.bench.recall import question_form
+
+    assert question_form("在2月7号，你给我推荐了哪两部电影？") == "dated"
+    assert question_form("What did Melanie do on 20 July 2023?") == "dated"
+    assert question_form("我喜欢听什么类型的音乐？") == "undated"
+    assert question_form("When did Caroline go to the support group?") == "undated"
 
 
 def test_fanout_is_parallel() -> None:

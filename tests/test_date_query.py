@@ -234,6 +234,14 @@ def test_sleeping_topics_whose_span_overlaps_the_period_are_offered_newest_first
     assert dated_topics(february, topics, spans) == ["jan-mar", "undated", "feb", "child"]
     june = [{"start": "2024-06-01", "end": "2024-06-30", "said": "June"}]
     assert dated_topics(june, topics, spans) == []
+    # With the time index, a topic with a message on a day of February goes before those whose
+    # span only runs across it.
+    assert dated_topics(february, topics, spans, time_index) == [
+        "feb",
+        "child",
+        "jan-mar",
+        "undated",
+    ]
 
 
 def test_the_reference_day_is_the_messages_own_when_it_has_one() -> None:

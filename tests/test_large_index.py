@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import mmap
 import shutil
+from datetime import date, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from langgraph_topics.activation.date_periods import find_periods
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.bench.search import synthetic_messages
 from langgraph_topics.retrieval import message_index
@@ -290,3 +292,30 @@ def test_a_large_index_converted_after_its_first_search_scores_as_before(
     assert index.vectors().dtype == np.float32
     assert np.array_equal(index.vectors(), on_disk.astype(np.float32))
     assert _evidence_bytes(index) == expected
+
+
+def test_a_named_day_reaches_the_candidates_of_a_large_index(
+    large_index: MessageIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The day's rows are candidates whatever their words, and rank as the exact route ranks."""
+    question = "what did we talk about on January 9?"
+    periods = tuple(find_periods(question, date(2026, 12, 6)))
+    scorer = EvidenceScorer(large_index.embedder)
+    two_pass = scorer.score(large_index, question, [], None, periods)
+    assert two_pass.candidates is not None
+    # Above the rest, but for the neighbours and topic-mates of the day's best (their terms).
+    assert sum(_day_of(large_index, p) == 9 for p in two_pass.top(20)) >= 16
+    undated = scorer.score(large_index, question, [], None, ())
+    assert sum(_day_of(large_index, p) == 9 for p in undated.top(20)) <= 4
+    # The exact route agrees (its first rows are a lexical outlier, "9" in "message 9: …",
+    # which the first pass's sample standardises less sharply).
+    monkeypatch.setattr(message_index, "LARGE_INDEX", 10**9)
+    exact = EvidenceScorer(large_index.embedder).score(large_index, question, [], None, periods)
+    assert exact.candidates is None
+    assert sum(_day_of(large_index, p) == 9 for p in exact.top(30)) >= 16
+
+
+def _day_of(index: MessageIndex, row: int) -> int:
+    seconds = index.times[row]
+    assert seconds is not None
+    return datetime.fromtimestamp(seconds).day

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -48,6 +49,7 @@ class Scorer:
         query: str,
         unsplit: Sequence[StoredMessage],
         families: Mapping[str, str] | None = None,
+        periods: Sequence[object] = (),
     ) -> object:
         self.calls.append((query, [m["id"] for m in unsplit], dict(families or {})))
         return SimpleNamespace(query=query, unsplit=[m["id"] for m in unsplit])
@@ -55,7 +57,7 @@ class Scorer:
 
 def _setup() -> tuple[Any, Any, Scorer, Store, Index]:
     scorer, store, index = Scorer(), Store(), Index()
-    services = SimpleNamespace(scorer=scorer)
+    services = SimpleNamespace(scorer=scorer, clock=lambda: datetime(2026, 1, 1, tzinfo=UTC))
     stores = SimpleNamespace(topic_store=store, message_index=index)
     return services, stores, scorer, store, index
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from calendar import monthrange
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 
 _MONTHS = {
@@ -153,10 +153,33 @@ class DatePeriod:
     start: date
     end: date
     said: str
+    yearless: bool = False
+    """Named by its month (and day) without a year, nor a word placing it ("March 3", "3月3号";
+    not "last March"): read as the latest such period not after the reference day, which a
+    thread resting since an earlier year may not have lived (see :meth:`years_back`)."""
 
     def overlaps(self, first: date, last: date) -> bool:
         """Whether the days ``first``..``last`` (inclusive) share a day with this period."""
         return first <= self.end and last >= self.start
+
+    def years_back(self, years: int) -> DatePeriod | None:
+        """The same days ``years`` earlier (None where that is no date: February 29)."""
+        year = self.start.year - years
+        if not _valid_year(year):
+            return None
+        whole_month = (
+            self.start.day == 1
+            and (self.start.year, self.start.month) == (self.end.year, self.end.month)
+            and self.end.day == monthrange(self.end.year, self.end.month)[1]
+        )
+        if whole_month:
+            return replace(_month(year, self.start.month, self.said), yearless=self.yearless)
+        try:
+            start = self.start.replace(year=year)
+            end = self.end.replace(year=self.end.year - years)
+        except ValueError:
+            return None
+        return DatePeriod(start, end, self.said, self.yearless)
 
 
 def _month(year: int, month: int, said: str) -> DatePeriod:
@@ -217,16 +240,18 @@ def _chinese_year(text: str) -> int | None:
     return int("".join(str(digit) for digit in digits))
 
 
-def _dated(year: int, month: int, day_text: str | None, said: str) -> DatePeriod | None:
+def _dated(
+    year: int, month: int, day_text: str | None, said: str, *, yearless: bool = False
+) -> DatePeriod | None:
     """The month, or the one day of it when a day is named; None when it is no date."""
     if not _valid_year(year) or not 1 <= month <= 12:
         return None
     if day_text is None:
-        return _month(year, month, said)
+        return replace(_month(year, month, said), yearless=yearless)
     day = chinese_number(day_text)
     if day is None or not 1 <= day <= monthrange(year, month)[1]:
         return None
-    return _day(date(year, month, day), said)
+    return replace(_day(date(year, month, day), said), yearless=yearless)
 
 
 def _english_count(text: str) -> tuple[int, int]:
@@ -292,7 +317,8 @@ def _english(text: str, today: date) -> list[tuple[int, DatePeriod | None]]:
         if _is_month_word(text, match.start(2), match[2], dated=True) and free(match):
             month = _MONTHS[match[2].lower()]
             year = int(match[3]) if match[3] else _latest_month(today, month, strictly_before=False)
-            found.append((match.start(), _dated(year, month, match[1], match[0])))
+            period = _dated(year, month, match[1], match[0], yearless=not match[3])
+            found.append((match.start(), period))
     for match in _MONTH_FIRST.finditer(text):
         dated = bool(match[1] or match[3] or match[4])
         if not _is_month_word(text, match.start(2), match[2], dated=dated) or not free(match):
@@ -302,7 +328,8 @@ def _english(text: str, today: date) -> list[tuple[int, DatePeriod | None]]:
             year = int(match[4])
         else:
             year = _latest_month(today, month, strictly_before=match[1] is not None)
-        found.append((match.start(), _dated(year, month, match[3], match[0])))
+        yearless = not match[4] and match[1] is None
+        found.append((match.start(), _dated(year, month, match[3], match[0], yearless=yearless)))
     for match in _RELATIVE.finditer(text):
         if free(match):
             found.append((match.start(), _english_relative(match, today)))
@@ -407,7 +434,8 @@ def _chinese(text: str, today: date) -> list[tuple[int, DatePeriod | None]]:
             year = _latest_month(today, month, strictly_before=False)
         else:
             year = today.year - relative
-        found.append((match.start(), _dated(year, month, match[3], match[0])))
+        period = _dated(year, month, match[3], match[0], yearless=relative is None)
+        found.append((match.start(), period))
     for match in _CHINESE_WEEKDAY.finditer(text):
         if free(match):
             weekday = _CHINESE_WEEKDAYS[match[2]]

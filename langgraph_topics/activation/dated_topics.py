@@ -74,14 +74,18 @@ def dated_topics(
     periods: Sequence[AskedPeriod],
     topics: Mapping[str, TopicRecord],
     spans: Mapping[str, Span],
+    days: Mapping[str, Sequence[str]] | None = None,
 ) -> list[str]:
-    """The dormant and archived topics whose span overlaps an asked period, newest first."""
-    asked = [
-        (start, end)
-        for period in periods
-        if (start := _day(period["start"])) is not None and (end := _day(period["end"]))
-    ]
+    """The dormant and archived topics whose span overlaps an asked period, newest first.
+
+    ``days``: the time index (day → topics with a message that day). A topic holding a
+    message on an asked day comes before one whose span only runs across the period (a topic
+    of January and April "overlaps" March): it is what the user asked about.
+    """
+    asked = _asked(periods)
+    on_the_days = held_in(periods, days or {})
     last_day: dict[str, date] = {}
+    held: set[str] = set()
     for topic_id, (first, last) in spans.items():
         overlaps = any(first <= end and last >= start for start, end in asked)
         if topic_id not in topics or not overlaps:
@@ -89,4 +93,27 @@ def dated_topics(
         for leaf in leaves(topics, topic_id):
             if topics[leaf]["status"] in _SLEEPING:
                 last_day[leaf] = max(last, last_day.get(leaf, last))
-    return sorted(last_day, key=lambda topic_id: last_day[topic_id], reverse=True)
+                if topic_id in on_the_days:  # a divided topic's days are its subtopics'
+                    held.add(leaf)
+    return sorted(
+        last_day, key=lambda topic_id: (topic_id not in held, -last_day[topic_id].toordinal())
+    )
+
+
+def held_in(periods: Sequence[AskedPeriod], days: Mapping[str, Sequence[str]]) -> set[str]:
+    """The topics with a message on a day of an asked period, by the time index ``days``."""
+    asked = _asked(periods)
+    found: set[str] = set()
+    for text, topic_ids in days.items():
+        day = _day(text)
+        if day is not None and any(start <= day <= end for start, end in asked):
+            found.update(topic_ids)
+    return found
+
+
+def _asked(periods: Sequence[AskedPeriod]) -> list[Span]:
+    return [
+        (start, end)
+        for period in periods
+        if (start := _day(period["start"])) is not None and (end := _day(period["end"]))
+    ]

@@ -14,9 +14,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
+from langgraph_topics.activation.date_periods import find_periods
 from langgraph_topics.bench.baselines import (
     Baseline,
     Bm25Sessions,
@@ -53,6 +55,19 @@ class RecallConfig:
     """Processes for the native runs (one per conversation and budget)."""
     baselines: list[str] = field(default_factory=list)
     """Names of the baselines run (filled in by the run)."""
+
+
+FORMS = ("dated", "undated")
+"""Question forms: naming a day or period ("在2月7号…", "on 8 May 2023") or not. Every question
+of the Chinese sets is of one category; their form tells where a change helps and where it
+hurts (issue 39 item 3)."""
+_ANY_DAY = date(2199, 12, 31)
+"""Periods are read from this day: any date a question names is in the past of it."""
+
+
+def question_form(question: str) -> str:
+    """``dated`` when the question names a day or period (``date_periods``), else ``undated``."""
+    return "dated" if find_periods(question, _ANY_DAY) else "undated"
 
 
 def bench_questions(conversation: LocomoConversation, limit: int | None) -> list[LocomoQuestion]:
@@ -148,6 +163,7 @@ def run_recall(config: RecallConfig, progress: Progress) -> dict[str, Any]:
                     "conversation": conversation.sample_id,
                     "index": index,
                     "category": question.category,
+                    "form": question_form(question.question),
                     "question": question.question,
                     "evidence": list(question.evidence),
                     "results": results,
@@ -229,5 +245,11 @@ def summarise_rows(
             per = {"all": summarise(r for _, r in picked)}
             for category in CATEGORIES:
                 per[str(category)] = summarise(r for c, r in picked if c == category)
+            for form in FORMS:
+                per[form] = summarise(
+                    row["results"][method][budget]
+                    for row in rows
+                    if budget in row["results"].get(method, {}) and row.get("form") == form
+                )
             summary[method][str(budget)] = per
     return summary

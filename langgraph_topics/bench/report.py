@@ -46,6 +46,11 @@ def recall_tables(report: dict[str, Any]) -> str:
             )
     table = render_table(["method", "category (n)", *heads[1:]], rows)
     parts.append(f"\nmean evidence recall by category\n{table}")
+    forms = _form_rows(summary, methods, budgets)
+    if forms:
+        table = render_table(["method", "question (n)", *heads[1:]], forms)
+        title = "mean evidence recall by question form (dated: names a day or period)"
+        parts.append(f"\n{title}\n{table}")
     composition = native_composition(report)
     if composition:
         rows = [[part, *(composition[b].get(part, 0.0) for b in budgets)] for part in _PARTS]
@@ -72,6 +77,26 @@ def recall_tables(report: dict[str, Any]) -> str:
             + render_table(["evidence turn", *heads[1:]], rows)
         )
     return "\n".join(parts)
+
+
+def _form_rows(
+    summary: dict[str, Any], methods: Sequence[str], budgets: Sequence[str]
+) -> list[list[str]]:
+    """Rows of the question-form table (none for a report made before forms were counted)."""
+    rows: list[list[str]] = []
+    for method in methods:
+        for place, form in enumerate(("dated", "undated")):
+            cells = [summary[method][b].get(form) for b in budgets]
+            if any(cell is None for cell in cells):
+                return []
+            rows.append(
+                [
+                    method if place == 0 else "",
+                    f"{form} ({cells[0]['n']})",
+                    *(f"{c['recall']:.3f}" if c["n"] else "-" for c in cells),
+                ]
+            )
+    return rows
 
 
 def native_latency(report: dict[str, Any]) -> dict[str, dict[str, float]]:

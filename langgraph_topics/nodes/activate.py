@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -10,13 +11,14 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from langgraph_topics.activation.archived_recall import named_archived
-from langgraph_topics.activation.dated_topics import dated_topics, topic_spans
+from langgraph_topics.activation.dated_topics import dated_topics, held_in, topic_spans
 from langgraph_topics.activation.grey import activation_quota, candidate_threshold
 from langgraph_topics.activation.hierarchy import through_children
 from langgraph_topics.activation.index_window import candidate_count, index_window
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.nodes.recall_cue import latest_user_text
 from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP
+from langgraph_topics.retrieval.period_evidence import asked_periods_of
 from langgraph_topics.roles.protocols import (
     IndexRouting,
     RoutedTopic,
@@ -48,9 +50,11 @@ def evidence_topics(
     but the query.
     """
     stores = services.branch_stores(thread_id, state)
-    unsplit = unsplit_messages(stored_view(state["messages"]), stores.topic_store)
+    working = stored_view(state["messages"])
+    unsplit = unsplit_messages(working, stores.topic_store)
     families = prior_families(state.get("topics") or {})
-    evidence = services.scorer.score(stores.message_index, query, unsplit, families)
+    periods = asked_periods_of(working, services.clock().date(), query)
+    evidence = services.scorer.score(stores.message_index, query, unsplit, families, periods)
     found: dict[str, float] = {}
     for position in evidence.top(5 * k):
         topic_id = evidence.group_of(position)
@@ -60,13 +64,21 @@ def evidence_topics(
 
 
 def period_topics(
-    periods: list[AskedPeriod], topics: dict[str, TopicRecord], store: TopicStore, k: int
+    periods: list[AskedPeriod],
+    topics: dict[str, TopicRecord],
+    store: TopicStore,
+    days: Mapping[str, Sequence[str]],
+    k: int,
 ) -> list[str]:
-    """The ``k`` newest dormant or archived topics discussed in a date query's periods."""
+    """The ``k`` dormant or archived topics discussed in a date query's periods.
+
+    ``days``: the store's time index. Those with messages on the asked days first, newest
+    first (``dated_topics``).
+    """
     if not periods:
         return []
     archive = store.archive_entries() if isinstance(store, ReviewableTopicStore) else []
-    return dated_topics(periods, topics, topic_spans(store.time_index(), archive))[:k]
+    return dated_topics(periods, topics, topic_spans(days, archive), days)[:k]
 
 
 def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
@@ -100,7 +112,9 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     # An archived topic is offered only when a recall cue names it (an explicit request).
     named = named_archived(request["query"], topics) if request["reason"] == "recall_cue" else []
     # A date query offers the sleeping topics discussed in its period, archived ones included.
-    dated = period_topics(request.get("periods") or [], topics, stores.topic_store, k)
+    periods = request.get("periods") or []
+    days = stores.topic_store.time_index() if periods else {}
+    dated = period_topics(periods, topics, stores.topic_store, days, k)
     explicit = list(dict.fromkeys([*named, *dated]))
     if explicit:
         wide = stores.topic_index.search(request["query"], k=len(topics), exclude_status=())
@@ -169,6 +183,11 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     ]
     threshold = candidate_threshold(active_count, deep=request["deep"])
     quota = activation_quota(active_count, settings, deep=request["deep"])
+    if dated:
+        # Where the quota is short (a full registry lets one in), a topic with messages on
+        # the asked days goes before the router's other picks: the date is what was asked.
+        on_the_days = held_in(periods, days)
+        routed = sorted(routed, key=lambda r: r["topic_id"] not in on_the_days)
     # A topic of the asked period is what the user asked for: the date chooses it, whatever
     # its relevance to the words of the question ("what did we talk about in March?").
     chosen = [

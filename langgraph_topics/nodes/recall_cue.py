@@ -7,7 +7,7 @@ topic that holds the question's best evidence wakes at once (``activation/eviden
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -15,10 +15,12 @@ from langchain_core.messages import HumanMessage
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
+from langgraph_topics.activation.date_periods import DatePeriod
 from langgraph_topics.activation.date_query import find_date_query
 from langgraph_topics.activation.dated_topics import asked_periods
 from langgraph_topics.activation.evidence_wake import sleeping_with_evidence
 from langgraph_topics.activation.recall_cues import find_recall_cue
+from langgraph_topics.retrieval.period_evidence import lived_in, thread_times
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.scoring import archive_tier
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
@@ -26,6 +28,7 @@ from langgraph_topics.state.messages import TIMESTAMP_KEY, text_of
 from langgraph_topics.state.records import ActivationRequest, TurnEvent
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.state.turn_records import turn_records
+from langgraph_topics.state.working_set import stored_view, unsplit_messages
 from langgraph_topics.subtopics.families import prior_families
 
 
@@ -75,7 +78,7 @@ def recall_cue(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, A
         events.append({"kind": "recall_cue", "detail": f"cue {cue!r}: deep index search"})
         writer({"event": "recall_cue", "cue": cue})
     if query is not None:
-        request["periods"] = asked_periods(query.periods)
+        request["periods"] = asked_periods(_lived(query.periods, state, runtime))
         events.append(
             {
                 "kind": "date_query",
@@ -84,6 +87,18 @@ def recall_cue(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, A
         )
         writer({"event": "date_query", "periods": request["periods"]})
     return {"activation": request, "events": events}
+
+
+def _lived(
+    periods: Sequence[DatePeriod], state: TopicState, runtime: Runtime[TopicContext]
+) -> list[DatePeriod]:
+    """The periods, a yearless date in the latest year the thread has messages in it."""
+    if not any(period.yearless for period in periods):
+        return list(periods)
+    services = services_of(runtime)
+    stores = services.branch_stores(thread_id_of(runtime), state)
+    unsplit = unsplit_messages(stored_view(state["messages"]), stores.topic_store)
+    return lived_in(periods, thread_times(stores.message_index, unsplit))
 
 
 def wake_by_evidence(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:

@@ -5,7 +5,8 @@ filled by value across topics instead of topic by topic (docs/budget.md). The sc
 message, for a query:
 
 1. ``0.7 · z(cosine) + 0.3 · z(BM25)``: meaning and exact terms, each standardised over the
-   whole thread so that neither scale dominates;
+   whole thread so that neither scale dominates, plus ``PERIOD_WEIGHT`` (2.5) for a message
+   sent in a period the question names ("on March 5": ``retrieval/period_evidence.py``);
 2. plus ``0.3 ×`` the better of its two neighbours' scores (same sitting: at most 30 minutes
    apart): a short reply ("Yes, last Friday!") is evidence when the turn it answers is;
 3. plus ``0.3 ×`` the mean of the three best scores of its topic: the topic's relevance is a
@@ -19,7 +20,8 @@ tokens to the first alone (``benchmarks/README.md``, "How the evidence score was
 From ``LARGE_INDEX`` (20,000) indexed messages on, only candidates are scored, so a search
 costs about the same at 100,000 messages as at 20,000: the best ``CANDIDATES`` by cosine among
 the rows of the clusters nearest the query (``retrieval/projection.py``), the best by BM25
-among each query term's best documents (``BM25.top_documents``), and their neighbours. Their
+among each query term's best documents (``BM25.top_documents``), the best by cosine among the
+messages sent in a period the question names, and their neighbours. Their
 cosines and BM25 scores are exact, standardised with the mean and deviation of an exact sample
 of the thread; the topic prior ranks the candidates. Every other message gets a floor value
 (``Evidence.candidates``), and only the candidates' values are stored
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from langgraph_topics.activation.date_periods import DatePeriod
 from langgraph_topics.retrieval.bm25 import score_documents
 from langgraph_topics.retrieval.candidate_values import CandidateValues
 from langgraph_topics.retrieval.lexical import lexical_terms
@@ -46,6 +49,7 @@ from langgraph_topics.retrieval.message_index import (
     OverlayMessageIndex,
     Snapshot,
 )
+from langgraph_topics.retrieval.period_evidence import PERIOD_WEIGHT, Span, lived_spans, within
 from langgraph_topics.retrieval.projection import best_positions
 from langgraph_topics.retrieval.row_dots import row_dots
 from langgraph_topics.retrieval.unsplit_rows import UnsplitRowsCache
@@ -237,11 +241,13 @@ class EvidenceScorer:
         query: str,
         unsplit: Sequence[StoredMessage],
         families: Mapping[str, str] | None = None,
+        periods: Sequence[DatePeriod] = (),
     ) -> Evidence:
         """Score the indexed messages and ``unsplit`` (in conversation order) for ``query``.
 
         ``families`` maps subtopics to the topic they were divided from: the topic prior of
-        their messages is that topic's (``subtopics/families.py``).
+        their messages is that topic's (``subtopics/families.py``). ``periods``: those the
+        question names; the messages sent in them score higher (``period_evidence.py``).
         """
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         # Tokens, not id(): an index freed after a dry run may leave its id to a new one.
@@ -252,13 +258,14 @@ class EvidenceScorer:
             query,
             tuple((m["id"], m["content"]) for m in unsplit),
             tuple(sorted(families.items())) if families else (),
+            tuple(periods),
         )
         with self._lock:
             found = self._results.get(key)
             if found is not None:
                 self._results.move_to_end(key)
                 return found
-            evidence = self._compute(index, query, unsplit, families or {})
+            evidence = self._compute(index, query, unsplit, families or {}, periods)
             self._results[key] = evidence
             # A few turns' worth: one per thread in flight (each holds a few arrays per message).
             while len(self._results) > 4:
@@ -271,6 +278,7 @@ class EvidenceScorer:
         query: str,
         unsplit: Sequence[StoredMessage],
         families: Mapping[str, str],
+        periods: Sequence[DatePeriod] = (),
     ) -> Evidence:
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         snap = base.snapshot()
@@ -317,14 +325,20 @@ class EvidenceScorer:
             base_count,
             {message_id: base_count + i for i, message_id in enumerate(extra_ids)},
         )
+        spans = (
+            lived_spans(periods, np.concatenate([snap.times[:base_count], extra_times_array]))
+            if periods
+            else []
+        )
         if snap.projection is not None:
             evidence = self._sparse(
-                _LargeSearch(snap, query_vector, terms),
+                _LargeSearch(snap, query_vector, terms, spans),
                 _Rows(extra_dense, extra_lex, extra_codes_array, extra_times_array),
                 names,
                 families,
                 query,
                 positions,
+                spans,
             )
             base.widen()  # once this first search is done, not beside it
             return evidence
@@ -341,6 +355,8 @@ class EvidenceScorer:
         codes = np.concatenate([snap.codes, extra_codes_array])
         times = np.concatenate([snap.times, extra_times_array])
         own = self._own(dense, lex)
+        if spans:
+            own = own + PERIOD_WEIGHT * within(times, spans)
         fused = own + self.neighbour_weight * _best_neighbour(own, times, self.sitting_gap_seconds)
         fused = fused + self.topic_weight * _topic_prior(own, codes, names, families)
         return Evidence(
@@ -378,6 +394,7 @@ class EvidenceScorer:
         families: Mapping[str, str],
         query: str,
         positions: Positions,
+        spans: Sequence[Span] = (),
     ) -> Evidence:
         """A large index's evidence: the candidates scored as the exact route scores them.
 
@@ -397,6 +414,8 @@ class EvidenceScorer:
         )
         at = np.concatenate([rows, base_count + np.arange(len(extra.dense), dtype=np.int64)])
         times = np.concatenate([snap.times[rows], extra.times])
+        if spans:
+            own = own + PERIOD_WEIGHT * within(times, spans)
         codes = np.concatenate([snap.codes[rows], extra.codes])
         together = (np.diff(at) == 1) & ~(np.abs(np.diff(times)) > self.sitting_gap_seconds)
         fused = own + self.neighbour_weight * _best_neighbour_where(own, together)
@@ -440,11 +459,15 @@ class _LargeSearch:
     clusters (``Projection.nearest``), and the best by BM25 among each query term's best
     documents (``BM25.top_documents``), each with its two neighbours (``exact``); their own
     neighbours are scored too (``rows``) so that every candidate's best neighbour is known.
-    Nothing here reads every row.
+    Nothing here reads every row's vector (a period the question names compares their times).
     """
 
     def __init__(
-        self, snap: Snapshot, query_vector: npt.NDArray[np.float32], terms: Sequence[str]
+        self,
+        snap: Snapshot,
+        query_vector: npt.NDArray[np.float32],
+        terms: Sequence[str],
+        spans: Sequence[Span] = (),
     ) -> None:
         assert snap.projection is not None
         self.snap = snap
@@ -459,7 +482,7 @@ class _LargeSearch:
         pool_scores = snap.lexical.scores_at(terms, pool)
         best = best_positions(pool_scores, CANDIDATES)
         by_lex = pool[best[pool_scores[best] > 0]]
-        chosen = _ascending(np.concatenate([by_dense, by_lex]))
+        chosen = _ascending(np.concatenate([by_dense, by_lex, self._in_periods(spans)]))
         self.rows = _around(chosen, 2, count)
         # Exact cosines for the scored rows (the chosen and their neighbours); their outer
         # neighbours (whose scores only feed the scored rows' best neighbour) keep the
@@ -473,6 +496,21 @@ class _LargeSearch:
         self.exact = exact
         self.lex = snap.lexical.scores_at(terms, self.rows)
         self._by_dense = np.searchsorted(self.rows, by_dense)
+
+    def _in_periods(self, spans: Sequence[Span]) -> npt.NDArray[np.int64]:
+        """The best ``CANDIDATES`` rows sent in an asked period, by approximate cosine.
+
+        A question naming a day asks for that day's messages whatever their words; one
+        comparison per row's time, not a product.
+        """
+        if not spans:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.flatnonzero(within(self.snap.times[: self.snap.count], spans)).astype(np.int64)
+        if len(rows) <= CANDIDATES:
+            return rows
+        assert self.snap.projection is not None
+        near = self.snap.projection.approximate(self.query_vector, rows)
+        return rows[best_positions(near, CANDIDATES)]
 
     def statistics(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """The (mean, deviation) of the thread's cosines and BM25 scores, from its sample."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from langgraph_topics.retrieval.evidence import Evidence
 from langgraph_topics.retrieval.message_index import OverlayMessageIndex
+from langgraph_topics.retrieval.period_evidence import asked_periods_of
 from langgraph_topics.roles.native.text import message_text
 from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.state.fan_out_memo import FanOutMemo
@@ -44,7 +45,10 @@ def turn_evidence(
     if located is not None:
         # The assembler's own list: the windows' memo would miss; the scorer's cache answers.
         unsplit = [m for m in working if m["id"] not in located]
-        return services.scorer.score(stores.message_index, question_of(working), unsplit, families)
+        periods = asked_periods_of(working, services.clock().date())
+        return services.scorer.score(
+            stores.message_index, question_of(working), unsplit, families, periods
+        )
     index = stores.message_index
     base = index.base if isinstance(index, OverlayMessageIndex) else index
     # What the scorer's own key reads of the index, so that a split in between is seen.
@@ -64,4 +68,7 @@ def _scored(
     families: Mapping[str, str],
 ) -> Evidence:
     unsplit = unsplit_messages(working, stores.topic_store)
-    return services.scorer.score(stores.message_index, question_of(working), unsplit, families)
+    periods = asked_periods_of(working, services.clock().date())
+    return services.scorer.score(
+        stores.message_index, question_of(working), unsplit, families, periods
+    )
