@@ -24,6 +24,7 @@ from langgraph_topics.checks import (
     check_context,
     check_links,
     check_partition,
+    check_refined_turns,
     check_time_index,
     check_topic_files,
     lost_checkpoints,
@@ -975,7 +976,8 @@ class TopicMemory:
         with self._files(thread_id):
             values = self.state(thread_id)
             stores = self.services.branch_stores(thread_id, values)
-            view = history_view(stores)
+            working = stored_view(values.get("messages", []))
+            view = history_view(stores, unsplit_messages(working, stores.topic_store))
             return theme_summaries(view, values.get("topics") or {})
 
     def trace(self, thread_id: str, theme_or_query: str) -> ThemeTrace | None:
@@ -1001,7 +1003,8 @@ class TopicMemory:
             stores = self.services.branch_stores(thread_id, values)
             topics = values.get("topics") or {}
             working = stored_view(values.get("messages", []))
-            view = history_view(stores)
+            unsplit = unsplit_messages(working, stores.topic_store)
+            view = history_view(stores, unsplit)
 
             def search(query: str) -> list[SearchHit]:
                 return search_history(self.services, stores, working, topics, query, limit=20)
@@ -1013,7 +1016,7 @@ class TopicMemory:
             ids = [
                 i for u in theme.units for t in view.units[u].turns for i in view.turns[t]["ids"]
             ]
-            messages = stores.topic_store.get_messages(ids)
+            messages = {**stores.topic_store.get_messages(ids), **{m["id"]: m for m in unsplit}}
         return trace_theme(
             view, theme, "search" if matched_by == "search" else "theme", messages, topics
         )
@@ -1232,6 +1235,7 @@ class TopicMemory:
             located = store.message_ids()
             cut_short = checkpoint_id is None and self.interrupted(thread_id)
             check_links(report, store)
+            refined = self.services.stores(thread_id, ranges).refined_turns
             if isinstance(store, JsonlTopicStore) and checkpoint_id is None:
                 check_time_index(report, root / TOPICS_DIR / TIME_INDEX_FILE, store.time_index())
         working_ids = [m.id or "" for m in values.get("messages", [])]
@@ -1273,6 +1277,8 @@ class TopicMemory:
                     ]
         check_partition(report, working_ids, located, total)
         check_topic_files(report, audit, working_ids)
+        if refined is not None:
+            check_refined_turns(report, refined, located, working_ids, audit.elsewhere)
         if len(set(working_ids) | set(located)) < total:
             lost = self._lost_ids(thread_id, checkpoint_id, set(working_ids) | set(located))
             if lost:

@@ -11,10 +11,15 @@ moves messages changes it, and the next question computes again from the stored 
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from langgraph_topics.history.refined_turns import RefinedTurn, RefinedTurnLog
+from langgraph_topics.history.refined_turns import (
+    RefinedTurn,
+    RefinedTurnLog,
+    exchanges,
+    refine_exchange,
+)
 from langgraph_topics.history.themes import Theme, find_themes
 from langgraph_topics.history.units import (
     Unit,
@@ -24,6 +29,7 @@ from langgraph_topics.history.units import (
     ordered_turns,
 )
 from langgraph_topics.services import ThreadStores
+from langgraph_topics.state.records import StoredMessage
 
 _LOCK = threading.Lock()
 _FALLBACK_LOGS: dict[int, RefinedTurnLog] = {}
@@ -76,19 +82,31 @@ def backfill(stores: ThreadStores) -> int:
     return log.backfill([found[i] for i in missing if i in found], located)
 
 
-def history_view(stores: ThreadStores) -> HistoryView:
-    """The thread's units, buckets and themes, computed from its refined turns (cached)."""
+def history_view(stores: ThreadStores, unsplit: Sequence[StoredMessage] = ()) -> HistoryView:
+    """The thread's units, buckets and themes, computed from its refined turns (cached).
+
+    ``unsplit``: the working set's messages not split yet; their exchanges are refined here,
+    in memory (a split records them), so a trace reaches the latest turns too.
+    """
     backfill(stores)
     log = refined_log(stores)
     located = stores.topic_store.message_ids()
     index = stores.message_index
-    fingerprint: Hashable = (log.fingerprint(), len(located), index.token, len(index))
+    pending = [m for m in unsplit if m["id"] not in located]
+    fingerprint: Hashable = (
+        log.fingerprint(),
+        len(located),
+        index.token,
+        len(index),
+        tuple(m["id"] for m in pending),
+    )
     cached = log.cache
     if cached is not None and cached[0] == fingerprint:
         view = cached[1]
         assert isinstance(view, HistoryView)
         return view
-    turns = ordered_turns(log.records())
+    recent = [refine_exchange(exchange, "") for exchange in exchanges(pending)]
+    turns = ordered_turns([*log.records(), *recent])
     wanted = [i for record in turns for i in record["ids"]]
     vectors = exchange_vectors(turns, index.stored_vectors(wanted))
     topic_of = {
