@@ -23,6 +23,8 @@ from langgraph_topics.state.records import StoredMessage, TopicRecord
 
 QUOTE_CHARS = 240
 QUOTES_PER_ENTRY = 2
+CLOSE_HIT = 0.7
+"""A search hit sharing no word with the query counts from this relevance on."""
 SEARCH_SHARE = 0.6
 """A query naming no theme traces the theme holding this share of its best messages' relevance
 (else the units holding them, as a theme of their own)."""
@@ -146,6 +148,8 @@ def find_theme(view: HistoryView, query: str, search: Search | None) -> tuple[Th
     turn_of = {i: place for place, record in enumerate(view.turns) for i in record["ids"]}
     hit_units: dict[int, float] = {}
     for hit in search(query):
+        if not _answers(hit, wanted):
+            continue
         turn = turn_of.get(str(hit["message_id"]))
         if turn is not None:
             unit = unit_of[turn]
@@ -169,6 +173,20 @@ def find_theme(view: HistoryView, query: str, search: Search | None) -> tuple[Th
         units=sorted(ranked[:5], key=lambda u: (view.units[u].start or "", u)),
     )
     return ad_hoc, "search"
+
+
+def _answers(hit: Mapping[str, object], wanted: set[str]) -> bool:
+    """Whether a hit is about the query: it shares a word with it, or it is very close.
+
+    A search always returns its best messages, however far: "quantum chromodynamics" in a
+    thread about bread must trace nothing.
+    """
+    relevance = hit.get("relevance", 0.0)
+    if isinstance(relevance, int | float) and relevance >= CLOSE_HIT:
+        return True
+    snippet = hit.get("snippet", "")
+    words = {key_of(word) for word in words_of(snippet if isinstance(snippet, str) else "")}
+    return bool(words & wanted)
 
 
 def trace_theme(
