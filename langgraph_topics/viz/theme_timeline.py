@@ -58,12 +58,24 @@ def theme_timeline_markdown(trace: ThemeTrace) -> str:
 def theme_timeline_figure(trace: ThemeTrace) -> Any:
     """The trace as a matplotlib ``Figure`` (not attached to pyplot)."""
     try:
-        import matplotlib.dates as mdates
-        from matplotlib.figure import Figure
+        import matplotlib
+        from matplotlib import font_manager
     except ImportError:
         raise InputError(
             "a PNG needs matplotlib (pip install matplotlib); a .mmd or .md file needs nothing"
         ) from None
+    from langgraph_topics.viz.topic_map import CJK_FONTS
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    fallbacks = [name for name in CJK_FONTS if name in installed]
+    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *fallbacks]}):
+        return _figure(trace)
+
+
+def _figure(trace: ThemeTrace) -> Any:
+    import matplotlib.dates as mdates
+    from matplotlib.figure import Figure
+
     dated = [(e, _moment(e["start"])) for e in trace["timeline"]]
     points = [(e, when) for e, when in dated if when is not None]
     figure = Figure(figsize=(10, 3.2))
