@@ -66,7 +66,7 @@ _ENGLISH: list[tuple[StateKind, re.Pattern[str]]] = [
         re.compile(
             r"\b(?:(?:we|i)(?:'ll| will| shall|'re going to| are going to|'m going to| am "
             r"going to)|let's|let us)\s+(?:just\s+)?(?:use|go with|pick|choose|adopt|stick "
-            r"with|stay with|keep|take|book|buy|get)\s+" + _OBJECT,
+            r"with|stay with|book|buy)\s+" + _OBJECT,
             re.I,
         ),
     ),
@@ -81,12 +81,12 @@ _ENGLISH: list[tuple[StateKind, re.Pattern[str]]] = [
     (
         "chose",
         re.compile(
-            r"\b(?:decided|decide|decision is|plan is|choice is)\s+(?:to\s+)?(?:use|go with|"
-            r"adopt|keep|take|book|buy)?\s*" + _OBJECT,
+            r"\b(?:decided|decide|decision is|plan is|choice is)\s+(?:to\s+)(?:use|go with|"
+            r"adopt|keep|take|book|buy)\s+" + _OBJECT,
             re.I,
         ),
     ),
-    ("chose", re.compile(r"\bgo(?:ing)? with\s+" + _OBJECT, re.I)),
+    ("chose", re.compile(r"\b(?:decided on|settled on|opted for)\s+" + _OBJECT, re.I)),
 ]
 _CHINESE_OBJECT = r"\s*(?P<obj>[^，。；：！？、,.;:!?\n]{1,30})"
 _CHINESE: list[tuple[StateKind, re.Pattern[str]]] = [
@@ -115,7 +115,7 @@ _NOT_STATED = re.compile(
     re.I,
 )
 _OBJECT_END = re.compile(
-    r"\s+(?:for|because|since|after|as|on|in|at|with|instead|then|and|but|so|now|again|too|"
+    r"(?:^|\s+)(?:for|because|since|after|as|on|in|at|with|instead|then|and|but|so|now|again|too|"
     r"from|to|this|that|which|when|if|rather|anyway|all|it|is|are|was|will|until|by|"
     r"yesterday|today|tomorrow|tonight|later|soon|first|next|last)\b.*$",
     re.I,
@@ -163,8 +163,11 @@ def _object(raw: str) -> str:
         phrase = _OBJECT_END.sub("", latin.group(0))
         phrase = _LEADING.sub("", phrase).strip(" .'-")
         words = phrase.split()[:3]
-        named = [w for w in words if words_of(w)]
-        return " ".join(words) if named else ""
+        # A thing is named by a content word first ("SQLite", "the old laptop"), never by a
+        # verb form or a pronoun ("using my voice", "it", "ya").
+        if not words or not words_of(words[0]) or words[0].lower().endswith("ing"):
+            return ""
+        return " ".join(words)
     kept: list[str] = []
     for word in chinese_words(raw):
         if not kept and (word in _CHINESE_SKIP or not word.strip()):

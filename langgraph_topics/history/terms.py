@@ -43,6 +43,7 @@ _EXTRA_STOPS = frozenset(
 )
 """Words that never name a subject here besides the stop words and small talk (vocatives such
 as 朋友 in "你好，朋友", feelings such as 感觉)."""
+_POSSESSIVE = re.compile(r"['’]s$", re.I)
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)([A-Z][a-z]+)")
 
 
@@ -52,8 +53,10 @@ def words_of(text: str) -> list[str]:
     for token in _WORD.findall(text):
         if is_cjk(token[0]):
             found.extend(w for w in naming_words(token) if len(w) >= 2 and _content(w))
-        elif token[0].isalpha() and len(token) >= 3 and _content(token):
-            found.append(token)
+        elif token[0].isalpha():
+            word = _POSSESSIVE.sub("", token)  # "Pottery's" is pottery
+            if len(word) >= 3 and _content(word):
+                found.append(word)
         elif token.isdigit() and len(token) >= 3:
             found.append(token)  # years, amounts; "21" or "2" say nothing alone
     return found

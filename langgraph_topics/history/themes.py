@@ -69,17 +69,30 @@ def find_themes(units: Sequence[Unit]) -> list[Theme]:
         for shorter in ordered[:place]:
             if not key.isascii() and not shorter.isascii() and shorter in key:
                 join(shorter, key)  # 健身房 is 健身's
+    # Keywords join the theme of a better one they recur with, never a chain of them: a long
+    # chat's words each share units with the next, and would all be one theme.
     sets = {key: set(using[key]) for key in recurring}
-    for place, key in enumerate(recurring):
-        for other in recurring[place + 1 :]:
-            union = len(sets[key] | sets[other])
-            if union and len(sets[key] & sets[other]) / union >= CO_OCCURRENCE:
-                join(key, other)
+    seeds: list[str] = []
+    for key in sorted(recurring, key=lambda k: (-_spread(units, using[k], k), k)):
+        if root(key) != key:
+            continue  # folded into a shorter word already
+        for seed in seeds:
+            union = len(sets[key] | sets[seed])
+            if union and len(sets[key] & sets[seed]) / union >= CO_OCCURRENCE:
+                join(seed, key)
+                break
+        else:
+            seeds.append(key)
     groups: dict[str, list[str]] = {}
     for key in recurring:
         groups.setdefault(root(key), []).append(key)
     themes = [_theme(keys, units, using, total) for keys in groups.values()]
     return sorted(themes, key=lambda t: (-t.weight, t.name))
+
+
+def _spread(units: Sequence[Unit], places: Sequence[int], key: str) -> float:
+    """How much a keyword carries: its rank strength over the units using it."""
+    return sum(units[p].strength.get(key, 0.0) for p in places)
 
 
 def _units_using(units: Sequence[Unit]) -> dict[str, list[int]]:

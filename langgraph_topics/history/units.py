@@ -39,8 +39,10 @@ MAX_EXCHANGES = 12
 """A unit is one decision, event or debate: longer runs are cut."""
 JOIN_COSINE = 0.62
 """Embeddings at least this close join two exchanges across topics."""
-JOIN_COSINE_SAME_TOPIC = 0.42
+JOIN_COSINE_SAME_TOPIC = 0.5
 """The same, for two exchanges the split filed in one topic (its judgement counts too)."""
+RECENT_EXCHANGES = 2
+"""A new exchange carries on a unit when it shares a keyword with one of its last two."""
 BUCKET_COSINE = 0.7
 HEADLINE = 4
 """Keywords a unit is headed by."""
@@ -123,6 +125,7 @@ def make_units(
     last_time: float | None = None
     last_vector: Vector | None = None
     last_topic: str | None = None
+    recent_keys: list[set[str]] = []
     for place, record in enumerate(turns):
         keys = {key_of(word): word for word in record.get("keywords", [])}
         topic = topic_of.get(record["key"], record.get("topic", ""))
@@ -134,10 +137,15 @@ def make_units(
         if joins and current is not None:
             cosine = _cosine(vector, current.vector, last_vector)
             threshold = JOIN_COSINE_SAME_TOPIC if topic == last_topic else JOIN_COSINE
-            joins = not keys or bool(keys.keys() & current.counts.keys()) or cosine >= threshold
+            # A keyword shared with the last exchanges, not with the whole unit: a long chat
+            # shares some word with everything said before, and would be one unit.
+            recent = set().union(*recent_keys[-RECENT_EXCHANGES:])
+            joins = not keys or bool(keys.keys() & recent) or cosine >= threshold
         if not joins or current is None:
             current = Unit(id=f"u{len(units) + 1}")
             units.append(current)
+            recent_keys = []
+        recent_keys.append(set(keys))
         _add(current, place, record, keys, topic, vector)
         last_time = seconds if seconds is not None else last_time
         last_vector = vector if vector is not None else last_vector

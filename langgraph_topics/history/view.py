@@ -106,7 +106,9 @@ def history_view(stores: ThreadStores, unsplit: Sequence[StoredMessage] = ()) ->
         assert isinstance(view, HistoryView)
         return view
     recent = [refine_exchange(exchange, "") for exchange in exchanges(pending)]
-    turns = ordered_turns([*log.records(), *recent])
+    # The log serves every branch of the thread: this one reads the exchanges it holds.
+    held = [r for r in log.records() if any(i in located for i in r["ids"])]
+    turns = ordered_turns([*held, *recent])
     wanted = [i for record in turns for i in record["ids"]]
     vectors = exchange_vectors(turns, index.stored_vectors(wanted))
     topic_of = {
