@@ -189,7 +189,7 @@ def test_a_memorybank_subject_recurring_over_days_is_one_theme(
         trace = memory.trace(sample, subject)
     assert trace is not None and trace["theme_id"] == carrying[0]["theme_id"]
     days = {(entry["start"] or "")[:10] for entry in trace["timeline"]}
-    assert len(days) >= 2 and len(days) == len(trace["timeline"])
+    assert len(days) >= 2  # one theme over several days, not one a day
     quoted = [q["text"] for e in trace["timeline"] for q in e["quotes"]]
     assert sum(subject in text for text in quoted) >= 2
 

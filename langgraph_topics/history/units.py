@@ -37,13 +37,13 @@ MAX_GAP_SECONDS = 3 * 3600
 """Exchanges further apart than this are never one unit (a subject taken up again)."""
 MAX_EXCHANGES = 12
 """A unit is one decision, event or debate: longer runs are cut."""
-JOIN_COSINE = 0.62
+JOIN_COSINE = 0.5
 """Embeddings at least this close join two exchanges across topics."""
-JOIN_COSINE_SAME_TOPIC = 0.5
+JOIN_COSINE_SAME_TOPIC = 0.35
 """The same, for two exchanges the split filed in one topic (its judgement counts too)."""
 RECENT_EXCHANGES = 2
 """A new exchange carries on a unit when it shares a keyword with one of its last two."""
-BUCKET_COSINE = 0.7
+BUCKET_COSINE = 0.45
 HEADLINE = 4
 """Keywords a unit is headed by."""
 _DEBATE = re.compile(
@@ -101,16 +101,29 @@ def _seconds(stamp: str | None) -> float | None:
 def exchange_vectors(
     turns: Sequence[RefinedTurn], stored: Mapping[str, npt.NDArray[np.float32]]
 ) -> list[Vector | None]:
-    """Each exchange's direction: the mean of its messages' indexed vectors, normalised."""
-    vectors: list[Vector | None] = []
+    """Each exchange's direction: the mean of its messages' indexed vectors, centred, normalised.
+
+    Centred on the thread's mean exchange: every exchange of a chat shares a "chat" direction
+    (greetings, the speakers' names, the thread's language), which left in made every two
+    exchanges look alike (LoCoMo's casual sessions: one bucket for all). What is left is what
+    tells an exchange apart from the rest of its thread.
+    """
+    means: list[npt.NDArray[np.float32] | None] = []
     for record in turns:
         rows = [stored[i] for i in record["ids"] if i in stored]
-        if not rows:
+        means.append(np.mean(np.asarray(rows, dtype=np.float32), axis=0) if rows else None)
+    present = [m for m in means if m is not None]
+    if not present:
+        return [None] * len(turns)
+    centre = np.mean(np.asarray(present), axis=0) if len(present) > 1 else 0.0
+    vectors: list[Vector | None] = []
+    for mean in means:
+        if mean is None:
             vectors.append(None)
             continue
-        mean = np.mean(np.asarray(rows, dtype=np.float32), axis=0)
-        norm = float(np.linalg.norm(mean))
-        vectors.append(mean / norm if norm > 0 else None)
+        shifted = mean - centre
+        norm = float(np.linalg.norm(shifted))
+        vectors.append(shifted / norm if norm > 0 else None)
     return vectors
 
 
@@ -242,6 +255,6 @@ def make_buckets(units: Sequence[Unit]) -> list[list[int]]:
             centre = centres[best]
             if unit.vector is not None:
                 centres[best] = unit.vector.copy() if centre is None else centre + unit.vector
-            heads[best].update(unit.headline[:2])
+            # The heads stay the founder's: grown with every member they would match everything.
         unit.bucket = best if best >= 0 else len(buckets) - 1
     return buckets
