@@ -214,3 +214,42 @@ def test_changes_of_state_are_read_in_english_and_chinese(
     text: str, expected: list[tuple[str, str]]
 ) -> None:
     assert [(s["kind"], s["object"]) for s in state_signals("m1", text)] == expected
+
+
+def test_records_a_crash_left_before_the_checkpoint_are_not_doubled(tmp_path: Path) -> None:
+    """A split appends its refined turns, then dies before its checkpoint: split again later."""
+    root = tmp_path / "data"
+    with TopicMemory(settings=_settings(root)) as memory:
+        memory.import_messages(THREAD, thread_records(DATABASE_THREAD))
+        stores = memory.services.stores(THREAD)
+        held = stores.topic_store.message_ids()
+        unsplit = [
+            m
+            for m in memory.transcript(THREAD)
+            if m["id"] not in held and m["role"] in ("user", "assistant")
+        ]
+        assert unsplit and stores.refined_turns is not None
+        stores.refined_turns.add(unsplit, ["t-gone"] * len(unsplit))  # the dead split's lines
+        report = memory.check(THREAD)
+        assert report.ok, report.findings
+        more = thread_records(DATABASE_THREAD[2:4] * 6, prefix="e")
+        for number, record in enumerate(more):
+            record["timestamp"] = f"2024-04-{1 + number // 2:02d}T09:00:0{number % 2}"
+        memory.import_messages(THREAD, more)  # the split that takes them again
+        report = memory.check(THREAD)
+        assert report.ok, report.findings
+        now_split = memory.services.stores(THREAD).topic_store.message_ids()
+        assert {m["id"] for m in unsplit} <= set(now_split)
+        trace = memory.trace(THREAD, "Postgres")
+    ids = [
+        i
+        for line in _refined(root).read_text("utf-8").splitlines()
+        for i in json.loads(line)["ids"]
+    ]
+    assert len(ids) == len(set(ids))
+    assert {m["id"] for m in unsplit} <= set(ids)
+    assert trace is not None and [s["object"] for s in trace["states"]] == [
+        "Postgres",
+        "SQLite",
+        "Postgres",
+    ]

@@ -60,6 +60,9 @@ class TimelineEntry(TypedDict):
     mark: Literal["first", "mention", "last", "only"]
     unit_id: str
     unit_kind: str
+    """``decision`` (a change of state is stated), ``debate`` (alternatives weighed), ``event``."""
+    bucket: int
+    """The bucket of similar units it belongs to (units of other themes may share it)."""
     start: str | None
     end: str | None
     topic_ids: list[str]
@@ -221,6 +224,7 @@ def trace_theme(
                 "mark": mark,
                 "unit_id": unit.id,
                 "unit_kind": unit.kind,
+                "bucket": unit.bucket,
                 "start": unit.start,
                 "end": unit.end,
                 "topic_ids": list(unit.topics),
