@@ -73,7 +73,12 @@ def refine_exchange(messages: Sequence[StoredMessage], topic_id: str) -> Refined
     texts = [message_text(m) for m in messages]
     weights = [_USER_WEIGHT if m["role"] == "user" else 1.0 for m in messages]
     spoken = [t for m, t in zip(messages, texts, strict=True) if m["role"] in ("user", "assistant")]
-    keywords = ranked_keywords(spoken, KEYWORDS_PER_TURN, weights)
+    speakers = _speakers(messages)
+    keywords = [
+        w
+        for w in ranked_keywords(spoken, KEYWORDS_PER_TURN + 2, weights)
+        if not _names(w, speakers)
+    ][:KEYWORDS_PER_TURN]
     states: list[StateSignal] = []
     for message, text in zip(messages, texts, strict=True):
         if message["role"] in ("user", "assistant"):
@@ -86,9 +91,28 @@ def refine_exchange(messages: Sequence[StoredMessage], topic_id: str) -> Refined
         "time": time,
         "summary": summary_of(messages),
         "keywords": keywords,
-        "entities": entities_of(spoken),
+        "entities": [e for e in entities_of(spoken) if not _names(e, speakers)],
         "states": states,
     }
+
+
+def _speakers(messages: Sequence[StoredMessage]) -> set[str]:
+    """The speakers' names and their parts, lower-cased (``Melanie``, ``孙悦``)."""
+    found: set[str] = set()
+    for message in messages:
+        name = message.get("name")
+        if name:
+            found.add(name.lower())
+            found.update(part.lower() for part in name.split() if len(part) >= 2)
+    return found
+
+
+def _names(word: str, speakers: set[str]) -> bool:
+    """Whether a word names a speaker (or addresses one: "Mel" for Melanie): no subject."""
+    lowered = word.lower()
+    return any(
+        lowered == name or (len(lowered) >= 3 and name.startswith(lowered)) for name in speakers
+    )
 
 
 def summary_of(messages: Sequence[StoredMessage]) -> str:

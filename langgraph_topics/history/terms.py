@@ -38,7 +38,9 @@ _EXTRA_STOPS = frozenset(
     我 你 他 她 它 您 咱 我会 聊聊 朋友 伴侣 谢谢你 你好啊 感觉 觉得 一下 有没有 什么样 这部 那部
     时间 非常 真的 喜欢 有趣 好好 很多 不少 最近 今天 昨天 明天 一天 之后 以后 下次
     i'm i've i'd i'll you're you've we're we've we'll let's that's it's there's don't can't
-    also just really maybe pretty bit lots
+    also just really maybe pretty bit lots been went gone come came new old yesterday
+    tomorrow tonight day days time times year years week weeks month months last next feel
+    felt glad hope hoping sounds looks look looking wow
     """.split()
 )
 """Words that never name a subject here besides the stop words and small talk (vocatives such
