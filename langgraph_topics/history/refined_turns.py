@@ -47,6 +47,7 @@ HISTORY_DIR = "history"
 REFINED_FILE = "refined.jsonl"
 SUMMARY_CHARS = 160
 KEYWORDS_PER_TURN = 8
+_SPOKEN = ("user", "assistant")
 _USER_WEIGHT = 2.0
 """The user's words count twice: they say what the exchange is about, the reply elaborates."""
 
@@ -71,8 +72,9 @@ class RefinedTurn(TypedDict):
 def refine_exchange(messages: Sequence[StoredMessage], topic_id: str) -> RefinedTurn:
     """The record of one exchange (a user message and its replies)."""
     texts = [message_text(m) for m in messages]
-    weights = [_USER_WEIGHT if m["role"] == "user" else 1.0 for m in messages]
-    spoken = [t for m, t in zip(messages, texts, strict=True) if m["role"] in ("user", "assistant")]
+    said = [(m, t) for m, t in zip(messages, texts, strict=True) if m["role"] in _SPOKEN]
+    spoken = [t for _, t in said]  # tool results are material, not what was talked about
+    weights = [_USER_WEIGHT if m["role"] == "user" else 1.0 for m, _ in said]
     speakers = _speakers(messages)
     keywords = [
         w
@@ -80,9 +82,8 @@ def refine_exchange(messages: Sequence[StoredMessage], topic_id: str) -> Refined
         if not _names(w, speakers)
     ][:KEYWORDS_PER_TURN]
     states: list[StateSignal] = []
-    for message, text in zip(messages, texts, strict=True):
-        if message["role"] in ("user", "assistant"):
-            states.extend(state_signals(message["id"], text))
+    for message, text in said:
+        states.extend(state_signals(message["id"], text))
     time = next((m["timestamp"] for m in messages if m.get("timestamp")), None)
     return {
         "key": messages[0]["id"],

@@ -158,7 +158,7 @@ def _object(raw: str) -> str:
     raw = raw.strip()
     if not raw:
         return ""
-    latin = re.match(r"[A-Za-z][A-Za-z0-9+#.'-]*(?:\s+[A-Za-z][A-Za-z0-9+#.'-]*)*", raw)
+    latin = re.match(r"[A-Za-z][A-Za-z0-9+#.'-]*(?:\s+[A-Za-z0-9][A-Za-z0-9+#.'-]*)*", raw)
     if latin and (not is_cjk(raw[0])):
         phrase = _OBJECT_END.sub("", latin.group(0))
         phrase = _LEADING.sub("", phrase).strip(" .'-")

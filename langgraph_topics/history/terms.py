@@ -150,7 +150,7 @@ def entities_of(texts: Iterable[str], limit: int = 8) -> list[str]:
         starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
         for match in _WORD.finditer(text):
             token = match.group(0)
-            if is_cjk(token[0]) or len(token) < 2 or not _content(token):
+            if is_cjk(token[0]) or token.isdigit() or len(token) < 2 or not _content(token):
                 continue
             inner = any(c.isupper() for c in token[1:]) or any(c.isdigit() for c in token)
             capital = token[0].isupper() and match.start() not in starts
