@@ -70,6 +70,29 @@ DATABASE_THREAD: list[tuple[str, str, str]] = [
 """Postgres chosen, SQLite switched to, Postgres again, among sourdough and Kyoto talk."""
 
 
+LEDGER_THREAD: list[tuple[str, str, str]] = [
+    (
+        "2024-05-01T10:00:00",
+        "记账小程序需要一个数据库，我们决定用 MySQL。",
+        "MySQL 很成熟，事务和索引都够用。",
+    ),
+    ("2024-05-03T10:00:00", "周末想去爬山，有什么推荐？", "可以去香山，秋天红叶很美。"),
+    (
+        "2024-05-08T10:00:00",
+        "MySQL 部署在小服务器上太麻烦了，记账小程序改用 SQLite 吧。",
+        "SQLite 只是一个文件，备份直接复制就行。",
+    ),
+    ("2024-05-12T10:00:00", "香山爬山要带什么装备？", "穿登山鞋，带水和防晒。"),
+    (
+        "2024-05-20T10:00:00",
+        "多人同时记账时 SQLite 会锁表，记账小程序还是回到 MySQL。",
+        "回到 MySQL 没问题，之前的索引设计还能用。",
+    ),
+    ("2024-05-22T10:00:00", "今天天气怎么样？", "晴天，适合出门。"),
+]
+"""The same decision in Chinese: MySQL chosen, SQLite switched to, back to MySQL."""
+
+
 def thread_records(
     exchanges: list[tuple[str, str, str]], prefix: str = "d"
 ) -> list[dict[str, Any]]:

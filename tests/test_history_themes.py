@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run_cli
-from history_threads import DATABASE_THREAD, thread_records
+from history_threads import DATABASE_THREAD, LEDGER_THREAD, thread_records
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.datasets.locomo import conversation_messages
@@ -67,6 +67,18 @@ def test_trace_gives_the_three_states_in_time_order_with_their_messages(
     quoted = {q["message_id"] for e in timeline for q in e["quotes"]}
     assert quoted and all(q["text"] for e in timeline for q in e["quotes"])
     assert "d005" not in {i for e in timeline for i in e["message_ids"]}  # sourdough is not in it
+
+
+def test_a_decision_changed_twice_in_chinese_traces_as_three_states(tmp_path: Path) -> None:
+    with TopicMemory(settings=_settings(tmp_path / "data")) as memory:
+        memory.import_messages("zh", thread_records(LEDGER_THREAD))
+        trace = memory.trace("zh", "记账小程序")
+    assert trace is not None and trace["theme"] == "MySQL"
+    assert [(s["kind"], s["object"], s["message_ids"]) for s in trace["states"]] == [
+        ("chose", "MySQL", ["d001", "d002"]),
+        ("switched", "SQLite", ["d005", "d006"]),
+        ("switched", "MySQL", ["d009", "d010"]),
+    ]
 
 
 def test_a_query_naming_no_theme_finds_it_through_the_messages(memory: TopicMemory) -> None:
