@@ -86,7 +86,11 @@ def find_themes(units: Sequence[Unit]) -> list[Theme]:
     groups: dict[str, list[str]] = {}
     for key in recurring:
         groups.setdefault(root(key), []).append(key)
-    themes = [_theme(keys, units, using, total) for keys in groups.values()]
+    overall: dict[str, int] = {}
+    for unit in units:
+        for key, count in unit.counts.items():
+            overall[key] = overall.get(key, 0) + count
+    themes = [_theme(keys, units, using, total, overall) for keys in groups.values()]
     return sorted(themes, key=lambda t: (-t.weight, t.name))
 
 
@@ -113,7 +117,11 @@ def _units_using(units: Sequence[Unit]) -> dict[str, list[int]]:
 
 
 def _theme(
-    keys: Sequence[str], units: Sequence[Unit], using: dict[str, list[int]], total: int
+    keys: Sequence[str],
+    units: Sequence[Unit],
+    using: dict[str, list[int]],
+    total: int,
+    overall: dict[str, int],
 ) -> Theme:
     score: dict[str, float] = dict.fromkeys(keys, 0.0)
     members: set[int] = set()
@@ -125,10 +133,9 @@ def _theme(
     # The name is the keyword most particular to the theme: the share of its uses in the
     # thread that fall in the theme's units (射击, all in them, before 尝试, said everywhere).
     inside = {k: sum(units[p].counts.get(k, 0) for p in members) for k in keys}
-    overall = {k: sum(unit.counts.get(k, 0) for unit in units) for k in keys}
     strength = {k: sum(units[p].strength.get(k, 0.0) for p in members) for k in keys}
     ranked = sorted(
-        keys, key=lambda k: (-round(inside[k] / max(1, overall[k]), 2), -strength[k], k)
+        keys, key=lambda k: (-round(inside[k] / max(1, overall.get(k, 0)), 2), -strength[k], k)
     )
     forms = [_form(units, using[k], k) for k in ranked]
     ordered = sorted(members, key=lambda p: (units[p].start or "", p))

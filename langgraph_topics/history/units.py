@@ -234,27 +234,33 @@ def unit_weight(unit: Unit, key: str, units_using: int, total: int) -> float:
 
 
 def make_buckets(units: Sequence[Unit]) -> list[list[int]]:
-    """Similar units together (indexes into ``units``); sets each unit's ``bucket``."""
+    """Similar units together (indexes into ``units``); sets each unit's ``bucket``.
+
+    A unit joins the bucket whose centre (its members' summed directions) is nearest, when
+    close enough, or whose founder is headed by one of its two best keywords.
+    """
     buckets: list[list[int]] = []
-    centres: list[Vector | None] = []
-    heads: list[set[str]] = []
+    dimension = next((len(u.vector) for u in units if u.vector is not None), 0)
+    sums = np.zeros((max(1, len(units)), dimension), dtype=np.float32)
+    heads: dict[str, list[int]] = {}
     for place, unit in enumerate(units):
-        best, best_score = -1, 0.0
-        for number, centre in enumerate(centres):
-            score = _cosine(unit.vector, centre)
-            if set(unit.headline[:2]) & heads[number]:
-                score = max(score, BUCKET_COSINE)
-            if score >= BUCKET_COSINE and score > best_score:
-                best, best_score = number, score
-        if best < 0:
-            buckets.append([place])
-            centres.append(None if unit.vector is None else unit.vector.copy())
-            heads.append(set(unit.headline[:2]))
-        else:
-            buckets[best].append(place)
-            centre = centres[best]
-            if unit.vector is not None:
-                centres[best] = unit.vector.copy() if centre is None else centre + unit.vector
+        scores = np.zeros(len(buckets), dtype=np.float32)
+        if unit.vector is not None and buckets:
+            centres = sums[: len(buckets)]
+            norms = np.linalg.norm(centres, axis=1)
+            scores = np.where(norms > 0, centres @ unit.vector / np.maximum(norms, 1e-12), 0.0)
+        for key in unit.headline[:2]:
+            for number in heads.get(key, ()):
+                scores[number] = max(float(scores[number]), BUCKET_COSINE)
+        best = int(np.argmax(scores)) if len(scores) else -1
+        if best < 0 or float(scores[best]) < BUCKET_COSINE:
+            best = len(buckets)
+            buckets.append([])
             # The heads stay the founder's: grown with every member they would match everything.
-        unit.bucket = best if best >= 0 else len(buckets) - 1
+            for key in unit.headline[:2]:
+                heads.setdefault(key, []).append(best)
+        buckets[best].append(place)
+        if unit.vector is not None:
+            sums[best] += unit.vector
+        unit.bucket = best
     return buckets
