@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from langgraph_topics.errors import InputError
+from langgraph_topics.history.refined_turns import RefinedTurnLog
 from langgraph_topics.state.records import AssembledContext, TopicResult
 from langgraph_topics.stores.checkpointed_mark import MARK_FILE
 from langgraph_topics.stores.protocols import ReviewableTopicStore, TopicStore
@@ -138,6 +139,53 @@ def check_topic_files(
     if others:
         report.note(f"{others} stored messages belong to other branches (forks) and are unseen")
     report.counts.update(in_flight=len(in_flight), other_branches=others)
+
+
+def check_refined_turns(
+    report: CheckReport,
+    log: RefinedTurnLog,
+    located: Mapping[str, str],
+    working_ids: Sequence[str],
+    elsewhere: Collection[str],
+    shown: int = 5,
+) -> None:
+    """Every refined turn points at messages the thread holds, each message in one record.
+
+    A record whose messages only other branches' records hold (a fork, or a split a crash cut
+    short before its checkpoint: its messages are split again) is a note; one pointing at
+    messages held nowhere, or a message in two records, fails. Unreadable and torn lines are
+    notes: their exchanges are recorded again when next asked for (``history.view``).
+    """
+    held = set(located) | set(working_ids)
+    seen: dict[str, str] = {}
+    nowhere: list[str] = []
+    other: list[str] = []
+    twice: list[str] = []
+    records = log.records()
+    for record in records:
+        for message_id in record["ids"]:
+            if message_id in seen and seen[message_id] != record["key"]:
+                twice.append(message_id)
+            seen.setdefault(message_id, record["key"])
+            if message_id not in held:
+                (other if message_id in elsewhere else nowhere).append(message_id)
+    where = log.path or "refined turns"
+    if nowhere:
+        report.fail(
+            f"{where}: {len(nowhere)} refined turns' ids are held nowhere: {nowhere[:shown]}"
+        )
+    if twice:
+        report.fail(f"{where}: {len(twice)} messages are in two refined turns: {twice[:shown]}")
+    if other:
+        report.note(
+            f"{where}: {len(other)} refined turns' ids are other branches' (or a split a crash "
+            f"cut short, split again): {other[:shown]}"
+        )
+    if log.unreadable:
+        report.note(f"{where}: {len(log.unreadable)} unreadable lines skipped (recorded again)")
+    if log.torn:
+        report.note(f"{where}: torn last line (a write cut short by a crash; cut on next append)")
+    report.counts.update(refined_turns=len(records))
 
 
 def check_context(

@@ -24,6 +24,7 @@ from langgraph_topics.checks import (
     check_context,
     check_links,
     check_partition,
+    check_refined_turns,
     check_time_index,
     check_topic_files,
     lost_checkpoints,
@@ -32,6 +33,14 @@ from langgraph_topics.checks import (
 from langgraph_topics.errors import InputError, StoreError, ThreadBusyError
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.graph.review import build_review_graph
+from langgraph_topics.history.timeline import (
+    ThemeSummary,
+    ThemeTrace,
+    find_theme,
+    theme_summaries,
+    trace_theme,
+)
+from langgraph_topics.history.view import history_view
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.retrieval.history_search import SearchHit, search_history
@@ -953,6 +962,72 @@ class TopicMemory:
                 until=until,
             )
 
+    def themes(self, thread_id: str) -> list[ThemeSummary]:
+        """The concepts the thread comes back to, the most talked about first (``history``).
+
+        Computed natively from the refined turns each split records (no model call), then
+        cached until a split or a review changes the thread. Split messages without a record
+        (split before the history layer existed) are recorded first.
+
+        Raises:
+            InputError: An invalid thread id, or a thread that does not exist.
+        """
+        thread_id = self._existing(thread_id)
+        with self._files(thread_id):
+            values = self.state(thread_id)
+            stores = self.services.branch_stores(thread_id, values)
+            working = stored_view(values.get("messages", []))
+            view = history_view(stores, unsplit_messages(working, stores.topic_store))
+            return theme_summaries(view, values.get("topics") or {})
+
+    def trace(self, thread_id: str, theme_or_query: str) -> ThemeTrace | None:
+        """Where and how the thread discussed something: a theme's timeline, quoted.
+
+        ``theme_or_query`` names a theme (one of its keywords, as ``themes`` lists them) or
+        is free text: then the theme holding the messages ``search`` finds best is traced.
+        The timeline lists, oldest first, each event unit carrying the theme (first mention,
+        last mention) with quotes of the original messages (ids, dates, topics), and the
+        changes of state stated on the way ("we chose X", "switch to Y", "we dropped X").
+
+        Returns:
+            The trace, or None when nothing in the thread matches.
+
+        Raises:
+            InputError: An invalid thread id, or a thread that does not exist.
+        """
+        thread_id = self._existing(thread_id)
+        if not theme_or_query.strip():
+            return None
+        with self._files(thread_id):
+            values = self.state(thread_id)
+            stores = self.services.branch_stores(thread_id, values)
+            topics = values.get("topics") or {}
+            working = stored_view(values.get("messages", []))
+            unsplit = unsplit_messages(working, stores.topic_store)
+            view = history_view(stores, unsplit)
+
+            def search(query: str) -> list[SearchHit]:
+                return search_history(self.services, stores, working, topics, query, limit=20)
+
+            found = find_theme(view, theme_or_query, search)
+            if found is None:
+                return None
+            theme, matched_by = found
+            ids = [
+                i for u in theme.units for t in view.units[u].turns for i in view.turns[t]["ids"]
+            ]
+            messages = {**stores.topic_store.get_messages(ids), **{m["id"]: m for m in unsplit}}
+        return trace_theme(
+            view, theme, "search" if matched_by == "search" else "theme", messages, topics
+        )
+
+    def _existing(self, thread_id: str) -> str:
+        """The checked id of a thread that exists (else one ``InputError`` line)."""
+        thread_id = check_thread_id(thread_id)
+        if not self.exists(thread_id):
+            raise InputError(f"no thread {thread_id!r} in {self.location}")
+        return thread_id
+
     def review(
         self,
         thread_id: str,
@@ -1160,6 +1235,7 @@ class TopicMemory:
             located = store.message_ids()
             cut_short = checkpoint_id is None and self.interrupted(thread_id)
             check_links(report, store)
+            refined = self.services.stores(thread_id, ranges).refined_turns
             if isinstance(store, JsonlTopicStore) and checkpoint_id is None:
                 check_time_index(report, root / TOPICS_DIR / TIME_INDEX_FILE, store.time_index())
         working_ids = [m.id or "" for m in values.get("messages", [])]
@@ -1201,6 +1277,8 @@ class TopicMemory:
                     ]
         check_partition(report, working_ids, located, total)
         check_topic_files(report, audit, working_ids)
+        if refined is not None:
+            check_refined_turns(report, refined, located, working_ids, audit.elsewhere)
         if len(set(working_ids) | set(located)) < total:
             lost = self._lost_ids(thread_id, checkpoint_id, set(working_ids) | set(located))
             if lost:

@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from langgraph_topics.errors import InputError
+from langgraph_topics.history.refined_turns import HISTORY_DIR, RefinedTurnLog
 from langgraph_topics.retrieval.evidence import EvidenceScorer
 from langgraph_topics.retrieval.message_index import (
     MessageIndex,
@@ -78,6 +79,8 @@ class ThreadStores:
     """Embeddings and lexical statistics of the split messages (seed 004 §3)."""
     namespace_store: NamespaceStore = field(default_factory=InMemoryNamespaceStore)
     """Full texts of large tool results, by reference (seed 001 T2)."""
+    refined_turns: RefinedTurnLog | None = None
+    """One neutral record per split exchange (``history``); None: none kept (a dry run)."""
 
 
 def thread_directory(data_dir: Path, thread_id: str) -> Path:
@@ -191,6 +194,7 @@ class TopicServices:
                 namespace_store=FileNamespaceStore(
                     root / "namespace", max_bytes=settings.namespace_cache_bytes
                 ),
+                refined_turns=RefinedTurnLog(root / HISTORY_DIR),
             )
 
         built = None if roles is not None else build_roles(settings, embedder=embedder)

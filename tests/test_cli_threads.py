@@ -33,6 +33,8 @@ READ_COMMANDS = {
     "expand": ["expand", "m1"],
     "archived": ["archived"],
     "workflow show": ["workflow", "show"],
+    "themes": ["themes"],
+    "trace": ["trace", "Kyoto"],
 }
 AMEND_COMMANDS = {
     "pin": ["pin", "topic-1"],

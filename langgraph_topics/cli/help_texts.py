@@ -137,6 +137,28 @@ its topic (or "not split yet") and its relevance in [0, 1]. Every message is sea
 not, as a turn's evidence is (words and meaning, no model call); nothing is written. A bare date
 given to --until counts the whole day. `expand ID` prints a hit whole.
 """,
+    f"{PROG} themes": """
+examples:
+  langgraph-topics themes --thread bob
+  langgraph-topics themes --thread bob --limit 5 --json
+
+The subjects the thread keeps coming back to, the most talked about first: each with its first
+and last mention, how many event units and messages carry it, its current state when one was
+stated ("chose Postgres") and its other keywords. Computed from one record per exchange written
+when messages are split; no model call. `trace THEME` shows one's timeline.
+""",
+    f"{PROG} trace": """
+examples:
+  langgraph-topics trace --thread bob Postgres
+  langgraph-topics trace --thread bob 健身 --json
+  langgraph-topics trace --thread bob which database did we pick --map database.mmd
+
+How the thread discussed something: the theme the words name (else the one holding the messages
+`search` finds best), its changes of state in time order ("chose Postgres → switched to
+SQLite") and one row per event unit from the first mention to the last, quoting the original
+messages with their ids and dates. --map draws the timeline (Mermaid .mmd or .md; .png needs
+matplotlib). `expand ID` prints a message whole.
+""",
     f"{PROG} expand": """
 examples:
   langgraph-topics expand --thread bob msg-042 msg-043

@@ -101,6 +101,10 @@ def _handler(command: str) -> Handler:
         from langgraph_topics.cli.search import run_search
 
         return run_search
+    if command in ("themes", "trace"):
+        from langgraph_topics.cli.themes import run_themes, run_trace
+
+        return run_themes if command == "themes" else run_trace
     if command == "repair":
         from langgraph_topics.cli.opening import open_memory
         from langgraph_topics.cli.repair import run_repair

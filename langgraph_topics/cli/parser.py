@@ -19,6 +19,7 @@ from langgraph_topics.cli.repair import add_repair_parser
 from langgraph_topics.cli.review import add_review_parsers
 from langgraph_topics.cli.search import add_search_parser
 from langgraph_topics.cli.signals import add_signal_parsers
+from langgraph_topics.cli.themes import add_theme_parsers
 from langgraph_topics.cli.workflow import add_workflow_parser
 from langgraph_topics.message_texts import text_problem
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
@@ -218,5 +219,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_migrate_parser(commands, thread_type)
     add_repair_parser(commands, common)
     add_search_parser(commands, common)
+    add_theme_parsers(commands, common)
     add_bench_parser(commands)
     return parser

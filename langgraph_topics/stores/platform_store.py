@@ -59,6 +59,7 @@ def open_platform_thread_stores(
     topic store holds and it lacks (a new worker, a wiped data directory); so does a local
     topic index (``catch_up_topic_index``). Large tool results live in the shared store too.
     """
+    from langgraph_topics.history.refined_turns import HISTORY_DIR, RefinedTurnLog
     from langgraph_topics.retrieval.message_index import open_message_index
     from langgraph_topics.services import (
         ThreadStores,
@@ -85,6 +86,7 @@ def open_platform_thread_stores(
         namespace_store=BaseStoreNamespaceStore(
             store, thread_id, max_bytes=settings.namespace_cache_bytes
         ),
+        refined_turns=RefinedTurnLog(root / HISTORY_DIR),
     )
 
 

@@ -51,6 +51,8 @@ _CJK_FONTS = (
     "Arial Unicode MS",
 )
 """Fonts tried (when installed) so that Chinese topic names are drawn rather than boxes."""
+CJK_FONTS = _CJK_FONTS
+"""The same, for the other pictures (``theme_timeline``)."""
 
 
 TopicMapInput = Mapping[str, Any]
