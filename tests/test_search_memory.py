@@ -124,6 +124,13 @@ def test_the_model_asks_when_and_gets_dated_original_messages(memory: TopicMemor
     transcript = memory.transcript("ann")
     result = next(m for m in transcript if m["role"] == "tool" and m["content"] == text)
     assert result["name"] == SEARCH_MEMORY
+    # Asked again, the search does not find its own earlier answer (nor the bare call).
+    agent.invoke({"messages": [HumanMessage(question(turn))]}, config)  # a later user turn
+    asked = "Messages of this conversation matching kyoto ryokan gion, best first; related words"
+    assert answer.id in {h["message_id"] for h in memory.search("ann", asked, limit=3)}
+    again = search_memory(memory, "ann", asked)
+    assert again.startswith("Messages of this conversation matching")
+    assert f"[{answer.id}]" not in again and f"[{call.id}]" not in again
     report = memory.check("ann")
     assert report.ok, report.findings
 

@@ -43,6 +43,8 @@ SEARCH_MEMORY_DESCRIPTION = (
 )
 HITS = 8
 """Messages a search returns at most."""
+_OWN_ANSWERS = ("Messages of this conversation matching", "No earlier message matches")
+"""How this tool's answers start (so that a search does not find them again)."""
 _MIN_SNIPPET = 60
 """A hit's text is never clipped shorter than this (fewer hits instead)."""
 
@@ -111,13 +113,8 @@ def search_memory(
     if not memory.exists(thread_id):
         return "Nothing is stored for this conversation yet."
     current = _current_turn(memory, thread_id)
-    hits = [
-        hit
-        for hit in memory.search(
-            thread_id, query, limit=limit + len(current), since=start, until=end
-        )
-        if hit["message_id"] not in current
-    ][:limit]
+    found = memory.search(thread_id, query, limit=2 * limit + len(current), since=start, until=end)
+    hits = [h for h in found if h["message_id"] not in current and not _derived(h)][:limit]
     related = memory.related_terms(thread_id, query)
     return render_hits(query, hits, related, max_bytes=memory.settings.namespace_bytes)
 
@@ -130,11 +127,11 @@ def render_hits(
     Texts are clipped to share the room; when even the shortest clip does not fit, the last
     hits are left out (the model can ask again, more precisely).
     """
-    head = f"Messages of this conversation matching {_clip(query, 160)!r}, best first"
+    head = f"{_OWN_ANSWERS[0]} {_clip(query, 160)!r}, best first"
     if related:
         head += f" (related words also searched: {', '.join(related)})"
     if not hits:
-        return f"No earlier message matches {_clip(query, 160)!r}."
+        return f"{_OWN_ANSWERS[1]} {_clip(query, 160)!r}."
     for count in range(len(hits), 0, -1):
         shown = hits[:count]
         tail = "Times are when each message was sent." + (
@@ -147,6 +144,16 @@ def render_hits(
         lines = [_line(hit, _clip(hit["snippet"], share)) for hit in shown]
         return "\n".join([head + ":", *lines, tail])
     return head  # pragma: no cover - the last count always returns
+
+
+def _derived(hit: SearchHit) -> bool:
+    """An earlier answer of this tool, or a message with no text (a bare tool call).
+
+    Its lines quote other messages: shown again, every later search would find its own
+    answers first.
+    """
+    text = hit["snippet"]
+    return not text.strip() or (hit["role"] == "tool" and text.startswith(_OWN_ANSWERS))
 
 
 def _line(hit: SearchHit, text: str) -> str:
