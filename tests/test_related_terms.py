@@ -78,8 +78,12 @@ def test_a_term_is_related_to_the_words_the_thread_uses_with_it() -> None:
     assert "auth" not in expansion  # the query's own terms are not added again
     chinese = query_expansion(index, "认证")
     assert {"令牌", "登录"} <= set(chinese)
-    # Pieces of the same word are not relations ("证流" is half of 认证 and half of 流程).
+    # Pieces of the same word are not relations ("证流" is half of 认证 and half of 流程),
+    # nor seams at a particle ("的训" of 的训练), nor two overlapping pairs of one word.
     assert not any(set(term) & set("认证") for term in chinese)
+    assert not any(set(term) & set("的了是在有和也都就还很我你他这那把被给") for term in chinese)
+    pairs = list(chinese)
+    assert not any(set(a) & set(b) for i, a in enumerate(pairs) for b in pairs[i + 1 :])
     # Words the thread uses about everything at once relate to nothing in particular.
     assert not set(query_expansion(index, "flour")) & {"auth", "jwt", "token", "login"}
 

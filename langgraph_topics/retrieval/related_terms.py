@@ -20,8 +20,9 @@ For a query term ``t`` held by the messages ``D(t)``:
 
 Terms are the index's own (``retrieval/lexical.py``): English stems and Chinese character pairs,
 so both languages work alike; a Chinese pair sharing a character with ``t`` is a piece of the
-same word, not a relation, and is skipped. Terms too rare (one message) or too common (over
-``MAX_SHARE`` of the messages) neither expand nor are added, nor are numbers.
+same word, not a relation, and is skipped, as is a pair holding a particle (the seam between
+two words: "的训" of 的训练). Terms too rare (one message) or too common (over ``MAX_SHARE`` of
+the messages) neither expand nor are added, nor are numbers.
 
 The model of a thread (:class:`RelatedTerms`) is built once from the index and kept with it; it
 is built again only when the thread has grown by ``REBUILD_SHARE`` since (term relations move
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from langgraph_topics.keywords.extraction import _CHINESE_PARTICLES, CHINESE_STOP_WORDS
 from langgraph_topics.retrieval.lexical import lexical_terms, stem
 from langgraph_topics.retrieval.message_index import MessageIndex, OverlayMessageIndex
 from langgraph_topics.stores.protocols import TopicStore
@@ -81,6 +83,9 @@ _CJK_CHARACTERS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK = re.compile(f"[{_CJK_CHARACTERS}]")
 _WORD = re.compile(rf"[^\W\d_{_CJK_CHARACTERS}]+")
 """A Latin word as ``retrieval/lexical.py`` reads it (Chinese characters end it)."""
+
+_PARTICLES = frozenset(_CHINESE_PARTICLES)
+"""The keyword extractor's cut characters (its private set, read here rather than copied)."""
 
 Ints = npt.NDArray[np.int32]
 Related = tuple[tuple[str, float], ...]
@@ -198,8 +203,15 @@ class RelatedTerms:
                 if other not in own:
                     weight = EXPANSION_WEIGHT * relatedness
                     weights[other] = max(weight, weights.get(other, 0.0))
-        best = sorted(weights.items(), key=lambda item: (-item[1], item[0]))[:MAX_EXPANSION]
-        return {term: round(weight, 4) for term, weight in best}
+        kept: dict[str, float] = {}
+        for other, weight in sorted(weights.items(), key=lambda item: (-item[1], item[0])):
+            # A Chinese pair overlapping the query's words or a heavier added pair is a piece
+            # of the same word ("近工" of 最近工作 beside 工作).
+            if len(kept) == MAX_EXPANSION:
+                break
+            if not any(_pieces_of_one_word(other, word) for word in [*own, *kept]):
+                kept[other] = round(weight, 4)
+        return kept
 
     def _related(self, term: str, vectors: npt.NDArray[np.floating]) -> Related:
         code = self.code_of.get(term)
@@ -234,12 +246,15 @@ class RelatedTerms:
         centres = self._centroids([own, *samples], vectors)
         agreement = centres[1:] @ centres[0]
         relatedness = np.sqrt(association * np.clip(agreement, 0.0, None))
-        ranked = np.argsort(-relatedness, kind="stable")
-        return tuple(
-            (self.names[best[k]], round(float(relatedness[k]), 4))
-            for k in ranked[:PER_TERM].tolist()
-            if relatedness[k] >= MIN_RELATED
-        )
+        kept: list[tuple[str, float]] = []
+        for k in np.argsort(-relatedness, kind="stable").tolist():
+            name = self.names[best[k]]
+            if relatedness[k] < MIN_RELATED or len(kept) == PER_TERM:
+                break
+            # Two overlapping Chinese pairs are pieces of one word: the better one stands.
+            if not any(_pieces_of_one_word(name, other) for other, _ in kept):
+                kept.append((name, round(float(relatedness[k]), 4)))
+        return tuple(kept)
 
     def sample_rows(self, term: str, most: int) -> list[int]:
         """The index rows of up to ``most`` of the messages holding ``term``, evenly taken."""
@@ -336,8 +351,16 @@ def surface_word(term: str, texts: Iterable[str]) -> str:
 
 
 def _navigable(term: str) -> bool:
-    """A term that may expand or be added: two characters or more, not a number."""
-    return len(term) >= 2 and not term.isdigit()
+    """A term that may expand or be added: two characters or more, not a number.
+
+    A Chinese pair holding a particle ("的训", "你去") or making a function word ("我们") is
+    the seam between two words or a word that navigates nowhere: left out.
+    """
+    if len(term) < 2 or term.isdigit():
+        return False
+    if _CJK.search(term):
+        return term not in CHINESE_STOP_WORDS and not set(term) & _PARTICLES
+    return True
 
 
 def _pieces_of_one_word(term: str, other: str) -> bool:
