@@ -44,6 +44,7 @@ from langgraph_topics.history.view import history_view
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.retrieval.history_search import SearchHit, search_history
+from langgraph_topics.retrieval.related_terms import related_words
 from langgraph_topics.review.clock import parse_now, review_time
 from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
@@ -925,11 +926,14 @@ class TopicMemory:
         limit: int = 10,
         since: datetime | None = None,
         until: datetime | None = None,
+        expand: bool = True,
     ) -> list[SearchHit]:
         """Where the thread talked about ``query``: its best messages, with date and topic.
 
         Searches every message, split into topics or not, as a turn's evidence does (no model
-        call, nothing written); ``expand`` gives a hit's whole text.
+        call, nothing written), and the terms the thread relates to the query's (``"auth"`` →
+        login, jwt, token when it uses them together), weighing less; ``expand`` (the method)
+        gives a hit's whole text.
 
         Args:
             thread_id: The conversation thread (it must exist: nothing is created).
@@ -937,6 +941,7 @@ class TopicMemory:
             limit: At most this many hits, best first.
             since: Only messages sent at or after this time (undated messages left out).
             until: Only messages sent at or before this time (likewise).
+            expand: Whether related terms are searched too (False: the query's own only).
 
         Raises:
             InputError: An invalid thread id, a thread that does not exist, or a limit that
@@ -960,6 +965,7 @@ class TopicMemory:
                 limit=limit,
                 since=since,
                 until=until,
+                expand=expand,
             )
 
     def themes(self, thread_id: str) -> list[ThemeSummary]:
@@ -1027,6 +1033,20 @@ class TopicMemory:
         if not self.exists(thread_id):
             raise InputError(f"no thread {thread_id!r} in {self.location}")
         return thread_id
+
+    def related_terms(self, thread_id: str, query: str) -> list[str]:
+        """The words ``search`` also looks for: those this thread relates to the query's.
+
+        Learned from the thread itself (which words its messages use together, and about
+        what), heaviest first; empty when the thread relates none (``docs/search.md``).
+
+        Raises:
+            InputError: An invalid thread id or a thread that does not exist.
+        """
+        thread_id = self._existing(thread_id)
+        with self._files(thread_id):
+            stores = self.services.branch_stores(thread_id, self.state(thread_id))
+            return related_words(stores.message_index, stores.topic_store, query)
 
     def review(
         self,

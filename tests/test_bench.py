@@ -268,12 +268,29 @@ def test_the_state_shaped_floor_has_the_topic_graphs_state_and_no_work(tmp_path:
 
 
 def test_search_bench_reports_each_size(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["bench", "search", "--history", "500,2000", "--out", str(tmp_path)]) == 0
+    argv = ["bench", "search", "--history", "500,2000", "--thread-messages", "0"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "whole-thread evidence search" in printed and "2,000" in printed
     report = json.loads((tmp_path / "search.json").read_text("utf-8"))
     assert [r["messages"] for r in report["rows"]] == [500, 2000]
     assert all(r["median_ms"] > 0 and r["loop_ms"] > 0 for r in report["rows"])
+    assert "thread" not in report
+
+
+def test_search_bench_times_topic_memory_search_on_a_long_thread(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["bench", "search", "--history", "500", "--thread-messages", "400", "--queries", "6"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "TopicMemory.search on a 400-message thread" in printed and "20 ms target" in printed
+    thread = json.loads((tmp_path / "search.json").read_text("utf-8"))["thread"]
+    assert thread["messages"] == 400 and thread["queries"] == 6 and thread["target_ms"] == 20
+    names = [row["name"] for row in thread["rows"]]
+    assert names[0].startswith("search") and names[-1].startswith("BM25")
+    assert all(0 < row["median_ms"] <= row["p90_ms"] <= row["max_ms"] for row in thread["rows"])
+    assert thread["median_ms"] == thread["rows"][0]["median_ms"]
 
 
 def test_embedders_bench_ranks_with_the_evidence_score(tmp_path: Path) -> None:
@@ -326,6 +343,7 @@ def test_search_bench_on_questions_finds_evidence_as_often_as_bm25(
     data = tmp_path / "short.json"
     data.write_text(json.dumps([{**sample, "conversation": kept}]), "utf-8")
     argv = ["bench", "search", "--history", "500", "--data", str(data), "--budget", "1500"]
+    argv += ["--thread-messages", "0"]
     assert main([*argv, "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     assert "TopicMemory.search against BM25" in printed

@@ -101,3 +101,22 @@ def test_the_command_prints_a_table_or_json_and_refuses_a_bad_date(
         "langgraph-topics: error: --since 'last week': not an ISO-8601 date or time "
         "(e.g. 2030-01-01)"
     ]
+
+
+def test_related_words_are_looked_for_and_named(
+    memory: TopicMemory, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    related = memory.related_terms(THREAD, "starter")
+    assert all(isinstance(word, str) and word for word in related)
+    own = memory.search(THREAD, "starter feeding", expand=False)
+    assert own and own[0]["message_id"] in {
+        h["message_id"] for h in memory.search(THREAD, "starter feeding")
+    }
+    with pytest.raises(InputError, match="no thread 'nobody'"):
+        memory.related_terms("nobody", "starter")
+    base = ["search", "--data-dir", str(data_dir), "--thread", THREAD, "starter", "--limit", "3"]
+    status, out, err = run_cli(capsys, *base, "--no-related")
+    assert status == 0 and not err and "also looked for" not in out
+    status, out, err = run_cli(capsys, *base)
+    assert status == 0 and not err
+    assert ("also looked for" in out) == bool(related)

@@ -301,16 +301,16 @@ def test_a_named_day_reaches_the_candidates_of_a_large_index(
     question = "what did we talk about on January 9?"
     periods = tuple(find_periods(question, date(2026, 12, 6)))
     scorer = EvidenceScorer(large_index.embedder)
-    two_pass = scorer.score(large_index, question, [], None, periods)
+    two_pass = scorer.score(large_index, question, [], periods=periods)
     assert two_pass.candidates is not None
     # Above the rest, but for the neighbours and topic-mates of the day's best (their terms).
     assert sum(_day_of(large_index, p) == 9 for p in two_pass.top(20)) >= 16
-    undated = scorer.score(large_index, question, [], None, ())
+    undated = scorer.score(large_index, question, [])
     assert sum(_day_of(large_index, p) == 9 for p in undated.top(20)) <= 4
     # The exact route agrees (its first rows are a lexical outlier, "9" in "message 9: …",
     # which the first pass's sample standardises less sharply).
     monkeypatch.setattr(message_index, "LARGE_INDEX", 10**9)
-    exact = EvidenceScorer(large_index.embedder).score(large_index, question, [], None, periods)
+    exact = EvidenceScorer(large_index.embedder).score(large_index, question, [], periods=periods)
     assert exact.candidates is None
     assert sum(_day_of(large_index, p) == 9 for p in exact.top(30)) >= 16
 

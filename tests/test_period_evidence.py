@@ -111,12 +111,12 @@ def test_the_messages_of_the_asked_day_rank_first() -> None:
     periods = asked_periods_of([question], TODAY)
     assert [p.start for p in periods] == [date(2026, 3, 4)]
     scorer = EvidenceScorer(index.embedder)
-    evidence = scorer.score(index, question["content"], [], None, periods)
+    evidence = scorer.score(index, question["content"], [], periods=periods)
     best = {f"d4-{turn}" for turn in range(4)}
     top = {index.ids[p] for p in evidence.top(4)}
     assert top == best
     # Without the date, the same words rank the days alike: the fourth is not singled out.
-    plain = scorer.score(index, question["content"], [], None, ())
+    plain = scorer.score(index, question["content"], [])
     assert {index.ids[p] for p in plain.top(4)} != best
 
 
@@ -125,8 +125,8 @@ def test_a_period_the_thread_never_lived_changes_nothing() -> None:
     index = _index(messages)
     scorer = EvidenceScorer(index.embedder)
     periods = tuple(find_periods("what did we say on July 9?", TODAY))
-    dated = scorer.score(index, "what did we say on July 9?", [], None, periods)
-    plain = scorer.score(index, "what did we say on July 9?", [], None, ())
+    dated = scorer.score(index, "what did we say on July 9?", [], periods=periods)
+    plain = scorer.score(index, "what did we say on July 9?", [])
     assert np.array_equal(np.asarray(dated.score), np.asarray(plain.score))
 
 

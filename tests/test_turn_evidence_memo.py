@@ -49,6 +49,7 @@ class Scorer:
         query: str,
         unsplit: Sequence[StoredMessage],
         families: Mapping[str, str] | None = None,
+        *,
         periods: Sequence[object] = (),
     ) -> object:
         self.calls.append((query, [m["id"] for m in unsplit], dict(families or {})))

@@ -82,6 +82,16 @@ def add_bench_parser(commands: Any) -> None:
     )
     search.add_argument("--conversations", default=None, help="comma-separated sample ids")
     search.add_argument("--budget", type=int, default=4000, help="the memory's budget (--data)")
+    search.add_argument(
+        "--thread-messages",
+        type=int,
+        default=10_000,
+        help="TopicMemory.search latency on a thread this long, against the 20 ms target "
+        "(default 10,000; 0 skips it)",
+    )
+    search.add_argument(
+        "--queries", type=int, default=100, help="questions timed on that thread (100)"
+    )
     _shared(search)
 
     fanout = kinds.add_parser("fanout", help="turn latency against the number of active topics")
@@ -317,6 +327,16 @@ def run_bench(args: argparse.Namespace) -> int:
 
         report = run_search(args.history, _stderr)
         table = search_table(report)
+        if args.thread_messages > 0:
+            from langgraph_topics.bench.search_latency import (
+                run_search_latency,
+                search_latency_table,
+            )
+
+            report["thread"] = run_search_latency(
+                args.thread_messages, max(1, args.queries), _stderr
+            )
+            table += "\n\n" + search_latency_table(report["thread"])
         if args.data is not None:
             from langgraph_topics.bench.search_quality import (
                 run_search_quality,

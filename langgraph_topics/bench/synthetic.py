@@ -8,7 +8,7 @@ thread of that length reaches, without replaying how it got there.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -30,18 +30,32 @@ def message_text(number: int) -> str:
     return f"Message {number}: " + " ".join(words) + "."
 
 
-def _messages(start: int, count: int, origin: datetime) -> Iterator[StoredMessage]:
+def _messages(
+    start: int,
+    count: int,
+    origin: datetime,
+    text: Callable[[int], str] = message_text,
+    seconds_apart: float = 30.0,
+) -> Iterator[StoredMessage]:
     for number in range(start, start + count):
         yield {
             "id": f"m{number}",
             "role": "user" if number % 2 == 0 else "assistant",
-            "content": message_text(number),
-            "timestamp": (origin + timedelta(seconds=30 * number)).isoformat(),
+            "content": text(number),
+            "timestamp": (origin + timedelta(seconds=seconds_apart * number)).isoformat(),
         }
 
 
 def seed_thread(
-    memory: TopicMemory, thread: str, *, history: int, topics: int, active: int, working: int = 30
+    memory: TopicMemory,
+    thread: str,
+    *,
+    history: int,
+    topics: int,
+    active: int,
+    working: int = 30,
+    text: Callable[[int], str] = message_text,
+    seconds_apart: float = 30.0,
 ) -> None:
     """Give ``thread`` ``history`` messages: all but ``working`` of them spread over topics.
 
@@ -52,6 +66,8 @@ def seed_thread(
         topics: Topics holding the split messages (evenly).
         active: How many of them are active (the rest dormant).
         working: Messages left unsplit in the working set (the newest).
+        text: The text of message number ``n`` (default: :func:`message_text`).
+        seconds_apart: Time between two messages.
     """
     origin = datetime(2024, 1, 1, tzinfo=UTC)
     stores = memory.services.stores(thread)
@@ -63,9 +79,9 @@ def seed_thread(
     for index in range(topics):
         count = per_topic + (1 if index < extra else 0)
         name = f"topic {index}: {' / '.join(_WORDS[(index + k) % len(_WORDS)] for k in range(3))}"
-        brief = f"Keywords: {name}\n- user: {message_text(start)}"
+        brief = f"Keywords: {name}\n- user: {text(start)}"
         meta = stores.topic_store.create_topic(name, brief, created_at=now)
-        messages = list(_messages(start, count, origin))
+        messages = list(_messages(start, count, origin, text, seconds_apart))
         stores.topic_store.append(meta["id"], messages)
         # Split history is indexed at split time (embeddings on disk); so is this one.
         stores.message_index.add(messages, [meta["id"]] * count)
@@ -83,7 +99,7 @@ def seed_thread(
         }
         start += count
     recent: list[AnyMessage] = []
-    for record in _messages(split, history - split, origin):
+    for record in _messages(split, history - split, origin, text, seconds_apart):
         cls = HumanMessage if record["role"] == "user" else AIMessage
         recent.append(cls(record["content"], id=record["id"]))
     memory.graph.update_state(

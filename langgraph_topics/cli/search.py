@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from datetime import datetime, time
 from typing import Any
 
 from langgraph_topics.cli.tables import clip, print_json, render_table
 from langgraph_topics.errors import InputError
+from langgraph_topics.retrieval.dates import date_bound
 
 SUMMARY = "find where the thread talked about something: its messages, best first"
 SNIPPET_COLUMNS = 80
@@ -29,6 +29,11 @@ def add_search_parser(
     parser.add_argument(
         "--until", metavar="DATE", help="only messages sent on or before (a date: the whole day)"
     )
+    parser.add_argument(
+        "--no-related",
+        action="store_true",
+        help="look for the query's own words only, not the words the thread relates to them",
+    )
     parser.add_argument("--json", action="store_true", help="print the hits as JSON")
     common(parser)
     return parser
@@ -38,12 +43,15 @@ def run_search(args: argparse.Namespace) -> int:
     """Print the hits (``--json``: a list of records) or say that none was found."""
     from langgraph_topics.cli.opening import open_existing
 
-    since = parse_bound("--since", args.since, end_of_day=False)
-    until = parse_bound("--until", args.until, end_of_day=True)
+    since = date_bound("--since", args.since, end_of_day=False)
+    until = date_bound("--until", args.until, end_of_day=True)
     if since is not None and until is not None and since > until:
         raise InputError(f"--since {args.since} is after --until {args.until}")
-    hits = open_existing(args).search(
-        args.thread, " ".join(args.query), limit=args.limit, since=since, until=until
+    memory = open_existing(args)
+    query = " ".join(args.query)
+    expand = not args.no_related
+    hits = memory.search(
+        args.thread, query, limit=args.limit, since=since, until=until, expand=expand
     )
     if args.json:
         print_json(hits)
@@ -51,6 +59,7 @@ def run_search(args: argparse.Namespace) -> int:
     if not hits:
         print("no message found")
         return 0
+    related = memory.related_terms(args.thread, query) if expand else []
     rows = [
         [
             (hit["timestamp"] or "")[:16].replace("T", " "),
@@ -62,21 +71,7 @@ def run_search(args: argparse.Namespace) -> int:
         for hit in hits
     ]
     print(render_table(["sent", "relevance", "topic", "id", "message"], rows))
+    if related:
+        print(f"\nalso looked for (words this thread uses with yours): {', '.join(related)}")
     print("\n`expand ID` prints a message whole")
     return 0
-
-
-def parse_bound(option: str, text: str | None, *, end_of_day: bool) -> datetime | None:
-    """An ISO date or time of ``option`` (naive: UTC); a bare date ending a range is its end.
-
-    Raises:
-        InputError: Not an ISO-8601 date or time (one line naming the option).
-    """
-    from langgraph_topics.review.clock import parse_now
-
-    if text is None:
-        return None
-    parsed = parse_now(text, option)
-    if end_of_day and len(text.strip()) == len("2023-05-08"):
-        parsed = datetime.combine(parsed.date(), time.max, tzinfo=parsed.tzinfo)
-    return parsed

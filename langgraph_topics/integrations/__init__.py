@@ -7,6 +7,7 @@ from langgraph_topics.integrations.chat_model import (
 )
 from langgraph_topics.integrations.history import import_chat_history
 from langgraph_topics.integrations.messages import context_messages
+from langgraph_topics.integrations.search_tool import SEARCH_MEMORY, search_memory_tool
 from langgraph_topics.integrations.subgraph import (
     topic_bookkeeping_node,
     topic_context_node,
@@ -14,10 +15,12 @@ from langgraph_topics.integrations.subgraph import (
 )
 
 __all__ = [
+    "SEARCH_MEMORY",
     "TopicMemoryRunnable",
     "context_messages",
     "import_chat_history",
     "new_user_message",
+    "search_memory_tool",
     "topic_bookkeeping_node",
     "topic_context_node",
     "topic_memory_nodes",

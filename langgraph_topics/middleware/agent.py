@@ -67,6 +67,17 @@ is written after the calling turn's bookkeeping, so a topic just woken up is not
 sleep before it has been read; its events reach the custom stream of the agent (``activated``)
 and the memory's state, not that turn's tuning-log line (already written).
 
+``search_memory``
+=================
+
+The middleware registers ``search_memory`` (:mod:`~langgraph_topics.integrations.search_tool`)
+and offers it to the model when the model can bind tools and part of the thread has left the
+window (the thread has topics): a question about the conversation itself ("when did we decide
+to use JWT?") gets the best original messages of the whole thread, each with the time it was
+sent, its id and its topic, as the tool's answer (which the memory records like any tool
+result). ``TopicMemory.search`` answers it, related words of the thread included; the current
+user turn's own messages are left out.
+
 ``read_namespace``
 ==================
 
@@ -115,6 +126,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from langgraph_topics.integrations.messages import context_messages
+from langgraph_topics.integrations.search_tool import SEARCH_MEMORY, search_memory_tool
 from langgraph_topics.integrations.tool_rounds import (
     continues_user_turn,
     stamped,
@@ -137,8 +149,9 @@ from langgraph_topics.stores.namespace_store import NamespaceEntryError
 ACTIVATE_TOPIC = "activate_topic"
 """Name of the tool the middleware registers."""
 
-_OWN_TOOLS = (ACTIVATE_TOPIC, READ_NAMESPACE)
-"""The tools the middleware registers (offered only while they help)."""
+_OWN_TOOLS = (ACTIVATE_TOPIC, READ_NAMESPACE, SEARCH_MEMORY)
+"""The tools the middleware registers (offered only while they help), the one that gives way
+last to the budget first."""
 
 OWN_TOOLS_SHARE = 0.15
 """Room is kept for the memory's own tools when they take at most this share of its part."""
@@ -156,8 +169,11 @@ class ModelCallWindow(TypedDict):
     """The memory's turn that assembled it (one per user turn)."""
     can_activate: bool
     """Whether the thread has dormant topics that ``activate_topic`` could wake."""
-    own_tools: NotRequired[bool]
-    """False when the budget has no room left for ``activate_topic`` and ``read_namespace``."""
+    can_search: NotRequired[bool]
+    """Whether part of the thread has left the window (it has topics): ``search_memory``
+    can reach what the window does not show."""
+    withheld: NotRequired[list[str]]
+    """The memory's own tools the budget has no room for in this call."""
     closes_turn: NotRequired[bool]
     """Whether the reply closes the memory turn (its bookkeeping): the first call of a user
     turn does; its tool rounds, which ran no memory turn, do not."""
@@ -207,6 +223,10 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             results by reference (seed 001 T2): ``None`` (default) when the model can bind
             tools (not registered when ``activate_topic`` is ``False``), ``True`` always,
             ``False`` never.
+        search_memory: Offer the ``search_memory`` tool (dated original messages of the
+            whole thread, for "when did we decide…") once part of the thread has left the
+            window: ``None`` (default) when the model can bind tools (not registered when
+            ``activate_topic`` is ``False``), ``True`` always, ``False`` never.
     """
 
     state_schema = TopicAgentState
@@ -217,16 +237,22 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         *,
         activate_topic: bool | None = None,
         read_namespace: bool | None = None,
+        search_memory: bool | None = None,
     ) -> None:
         super().__init__()
         self.memory = memory
         self.offer_activation = activate_topic
         self.offer_reading = read_namespace
-        if read_namespace is None:  # an agent refusing the memory's tools gets none
+        self.offer_search = search_memory
+        # An agent refusing the memory's tools gets none.
+        if read_namespace is None:
             read_namespace = activate_topic is not False
+        if search_memory is None:
+            search_memory = activate_topic is not False
         self.tools: Sequence[BaseTool] = [
             *([] if activate_topic is False else [self._activate_topic_tool()]),
             *([self._read_namespace_tool()] if read_namespace else []),
+            *([search_memory_tool(memory)] if search_memory else []),
         ]
         self._pending_reads: dict[str, list[str]] = {}
         """References ``read_namespace`` validated, per thread, for the next model call."""
@@ -349,12 +375,18 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 for t in own
                 if (_tool_name(t) == ACTIVATE_TOPIC and _can_activate(values))
                 or (_tool_name(t) == READ_NAMESPACE and bool(_last_refs(values)))
+                or (_tool_name(t) == SEARCH_MEMORY and _can_search(values))
             ]
-            # ... when they are a small share of it: under a tight budget the window keeps the
-            # room and they are offered only if they still fit (``_fit``).
-            reserve = tools_tokens(maybe, counter)
-            if reserve <= OWN_TOOLS_SHARE * part:
-                part -= reserve
+            # ... as many as take a small share of it, in ``_OWN_TOOLS`` order: under a tight
+            # budget the window keeps the room and the others are offered only if they still
+            # fit (``_fit``).
+            reserve = 0
+            for tool in sorted(maybe, key=lambda t: _OWN_TOOLS.index(_tool_name(t) or "")):
+                cost = tools_tokens([tool], counter)
+                if reserve + cost > OWN_TOOLS_SHARE * part:
+                    break
+                reserve += cost
+            part -= reserve
             if not woken and continues_user_turn(values, fresh, messages):
                 new = stamped(fresh, self.memory.services.clock().isoformat())
                 update = tool_round_update(
@@ -365,6 +397,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                     "context": update["context"],
                     "turn": values.get("turn", 0),
                     "can_activate": _can_activate(values),
+                    "can_search": _can_search(values),
                     "closes_turn": False,
                 }
                 removals = _split_away(values, messages, new)
@@ -379,6 +412,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                     "context": result["context"],
                     "turn": result.get("turn", 0),
                     "can_activate": _can_activate(result),
+                    "can_search": _can_search(result),
                     "closes_turn": True,
                 }
             self._fit(thread_id, request, window, part, reads)
@@ -408,17 +442,19 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         """
         counter = self.memory.services.token_counter
         budget = self.memory.settings.budget_tokens
-        for _ in range(3):
+        for _ in range(len(_OWN_TOOLS) + 3):
             sent = self.windowed(request, window)
             excess = (
                 request_tokens(sent.system_message, sent.messages, sent.tools, counter) - budget
             )
             if excess <= 0:
                 return
-            own = [t for t in sent.tools if _tool_name(t) in _OWN_TOOLS]
-            if own and window.get("own_tools", True):
-                # The memory's own tools give way first: the window is what recalls.
-                window["own_tools"] = False
+            own = [name for t in sent.tools if (name := _tool_name(t)) in _OWN_TOOLS]
+            if own:
+                # The memory's own tools give way first, the last of ``_OWN_TOOLS`` first:
+                # the window is what recalls.
+                last = max(own, key=_OWN_TOOLS.index)
+                window["withheld"] = [*window.get("withheld", []), last]
                 continue
             if part <= MIN_BUDGET_TOKENS:
                 return
@@ -432,11 +468,12 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
     def windowed(
         self, request: ModelRequest[Any], window: ModelCallWindow | None = None
     ) -> ModelRequest[Any]:
-        """The request with the window's messages and ``activate_topic`` only when it helps.
+        """The request with the window's messages, and the memory's tools only when they help.
 
         Without a window the messages are left as they are.
         """
-        own = window is not None and window.get("own_tools", True)
+        own = window is not None
+        withheld = set(window.get("withheld", [])) if window is not None else set()
         offer = (
             own
             and window is not None
@@ -450,11 +487,19 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             and bool(window["context"].get("namespace_refs"))
             and (self.offer_reading or supports_tools(request.model))
         )
+        searchable = (
+            own
+            and window is not None
+            and window.get("can_search", False)
+            and (self.offer_search or supports_tools(request.model))
+        )
         tools = [
             t
             for t in request.tools
             if (offer or _tool_name(t) != ACTIVATE_TOPIC)
             and (readable or _tool_name(t) != READ_NAMESPACE)
+            and (searchable or _tool_name(t) != SEARCH_MEMORY)
+            and _tool_name(t) not in withheld
         ]
         if window is None:
             return request.override(tools=tools)
@@ -670,6 +715,11 @@ def _system_text(message: SystemMessage | None) -> str | None:
 def _can_activate(values: dict[str, Any]) -> bool:
     """Whether the thread has dormant topics that ``activate_topic`` could wake."""
     return any(t["status"] == "dormant" for t in (values.get("topics") or {}).values())
+
+
+def _can_search(values: dict[str, Any]) -> bool:
+    """Whether part of the thread has left the window (``search_memory`` reaches it)."""
+    return bool(values.get("topics"))
 
 
 def _split_away(

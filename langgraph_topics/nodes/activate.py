@@ -19,6 +19,7 @@ from langgraph_topics.errors import log_degraded
 from langgraph_topics.nodes.recall_cue import latest_user_text
 from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP
 from langgraph_topics.retrieval.period_evidence import asked_periods_of
+from langgraph_topics.retrieval.related_terms import query_expansion
 from langgraph_topics.roles.protocols import (
     IndexRouting,
     RoutedTopic,
@@ -36,25 +37,38 @@ from langgraph_topics.subtopics.families import prior_families
 
 log = logging.getLogger(__name__)
 
+DEEP_SEARCH_EXPANSION = True
+"""Whether a deep search (recall cue, date query) looks for related terms too."""
 MAX_NEW_TOPIC_HINTS = 20
 """New-topic verdicts kept for the next split at most (the newest): one per user turn, and
 a split moves the hinted messages once they are older than the last 20."""
 
 
 def evidence_topics(
-    services: TopicServices, thread_id: str, state: TopicState, query: str, k: int
+    services: TopicServices,
+    thread_id: str,
+    state: TopicState,
+    query: str,
+    k: int,
+    *,
+    expand: bool = False,
 ) -> list[tuple[str, float]]:
     """Topics holding the thread's best messages for ``query``, each with its best relevance.
 
     A whole-thread search of the retrieval index (seed 004 §3): milliseconds, nothing embedded
-    but the query.
+    but the query. ``expand``: the terms the thread relates to the query's count too, weighing
+    less (``retrieval/related_terms.py``).
     """
     stores = services.branch_stores(thread_id, state)
     working = stored_view(state["messages"])
     unsplit = unsplit_messages(working, stores.topic_store)
     families = prior_families(state.get("topics") or {})
+    index = stores.message_index
     periods = asked_periods_of(working, services.clock().date(), query)
-    evidence = services.scorer.score(stores.message_index, query, unsplit, families, periods)
+    expansion = query_expansion(index, query) if expand else None
+    evidence = services.scorer.score(
+        index, query, unsplit, families, periods=periods, expansion=expansion
+    )
     found: dict[str, float] = {}
     for position in evidence.top(5 * k):
         topic_id = evidence.group_of(position)
@@ -123,7 +137,12 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
             similarity[topic_id] = max(similarity.get(topic_id, 0.0), found.get(topic_id, 0.0))
     offered = dormant | set(explicit)
     # The briefs describe a topic; the message index finds the one message that answers.
-    for topic_id, score in evidence_topics(services, thread_id, state, request["query"], k):
+    # A deep search (a recall cue: the user says something is missing) also looks for the
+    # terms this thread relates to the question's.
+    deep = request["deep"] and DEEP_SEARCH_EXPANSION
+    for topic_id, score in evidence_topics(
+        services, thread_id, state, request["query"], k, expand=deep
+    ):
         if topic_id in offered:
             similarity[topic_id] = max(score, similarity.get(topic_id, 0.0))
     ranked_ids = sorted(similarity, key=lambda t: -similarity[t])[:k]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from bisect import bisect_left
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -319,6 +320,42 @@ class BM25:
                 cached = (np.r_[loaded[0], cached[0]], np.r_[loaded[1], cached[1]])
             self._arrays[term] = cached
         return cached
+
+    def pairs_between(
+        self, first: int, end: int
+    ) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Every (term, document) pair of the documents ``first`` to ``end`` (excluded).
+
+        What a model of the thread's vocabulary reads (``retrieval/related_terms.py``): the
+        postings as they are held, nothing re-tokenised.
+
+        Returns:
+            The terms, each pair's term (an index into them) and each pair's document.
+        """
+        loaded = self._loaded
+        names = list(loaded.term_id)
+        counts = (loaded.ends - loaded.starts)[: len(names)]
+        codes = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+        documents = loaded.documents[: len(codes)]
+        inside = (documents >= first) & (documents < end)
+        code_parts = [codes[inside]]
+        document_parts = [documents[inside]]
+        known = dict(loaded.term_id)
+        more_codes: list[int] = []
+        more_documents: list[int] = []
+        # A copy of the items: documents may join meanwhile (their ids are past ``end``).
+        for term, (held, _) in list(self._postings.items()):
+            start = bisect_left(held, first)
+            stop = bisect_left(held, end, start)
+            if stop > start:
+                code = known.setdefault(term, len(names))
+                if code == len(names):
+                    names.append(term)
+                more_codes.extend([code] * (stop - start))
+                more_documents.extend(held[start:stop])
+        code_parts.append(np.asarray(more_codes, dtype=np.int64))
+        document_parts.append(np.asarray(more_documents, dtype=np.int64))
+        return names, np.concatenate(code_parts), np.concatenate(document_parts)
 
     def order(self, query: Sequence[str]) -> list[int]:
         """Document indices by score, best first; ties (and zero scores) in document order."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +68,8 @@ CANDIDATES = 400
 """On a large index, how many messages the first pass keeps by cosine and by BM25 each (with
 their neighbours, at most 2,400 rows are then scored exactly: gathering rows costs more than
 the product itself)."""
+EXPANDED = CANDIDATES // 4
+"""On a large index, a related term's best documents added to the BM25 candidates."""
 UNSPLIT_GROUP = ""
 """The group of the unsplit messages (they belong to no topic yet)."""
 
@@ -241,13 +243,18 @@ class EvidenceScorer:
         query: str,
         unsplit: Sequence[StoredMessage],
         families: Mapping[str, str] | None = None,
+        *,
         periods: Sequence[DatePeriod] = (),
+        expansion: Mapping[str, float] | None = None,
     ) -> Evidence:
         """Score the indexed messages and ``unsplit`` (in conversation order) for ``query``.
 
         ``families`` maps subtopics to the topic they were divided from: the topic prior of
         their messages is that topic's (``subtopics/families.py``). ``periods``: those the
         question names; the messages sent in them score higher (``period_evidence.py``).
+        ``expansion``: terms related to the query's (``retrieval/related_terms.py``), each
+        with its weight in the BM25 score (the query's own terms weigh 1); without it, every
+        score is as before.
         """
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         # Tokens, not id(): an index freed after a dry run may leave its id to a new one.
@@ -259,13 +266,16 @@ class EvidenceScorer:
             tuple((m["id"], m["content"]) for m in unsplit),
             tuple(sorted(families.items())) if families else (),
             tuple(periods),
+            tuple(sorted(expansion.items())) if expansion else (),
         )
         with self._lock:
             found = self._results.get(key)
             if found is not None:
                 self._results.move_to_end(key)
                 return found
-            evidence = self._compute(index, query, unsplit, families or {}, periods)
+            evidence = self._compute(
+                index, query, unsplit, families or {}, periods, expansion or {}
+            )
             self._results[key] = evidence
             # A few turns' worth: one per thread in flight (each holds a few arrays per message).
             while len(self._results) > 4:
@@ -278,7 +288,8 @@ class EvidenceScorer:
         query: str,
         unsplit: Sequence[StoredMessage],
         families: Mapping[str, str],
-        periods: Sequence[DatePeriod] = (),
+        periods: Sequence[DatePeriod],
+        expansion: Mapping[str, float],
     ) -> Evidence:
         base = index.base if isinstance(index, OverlayMessageIndex) else index
         snap = base.snapshot()
@@ -308,7 +319,10 @@ class EvidenceScorer:
                 if extra_vectors
                 else np.zeros(0)
             )
-            extra_lex = score_documents(snap.lexical, terms, [*index.terms, *rows.terms])
+            documents = [*index.terms, *rows.terms]
+            extra_lex = _weighted(
+                lambda t: score_documents(snap.lexical, t, documents), terms, expansion
+            )
         else:
             # The common case, without a list per message: the rows are kept between turns.
             extra_ids = rows.ids
@@ -319,7 +333,7 @@ class EvidenceScorer:
             extra_dense = (
                 (rows.vectors @ query_vector).astype(np.float64) if len(rows) else np.zeros(0)
             )
-            extra_lex = rows.counts.scores(snap.lexical, terms)
+            extra_lex = _weighted(lambda t: rows.counts.scores(snap.lexical, t), terms, expansion)
         positions = Positions(
             base.position,
             base_count,
@@ -332,7 +346,7 @@ class EvidenceScorer:
         )
         if snap.projection is not None:
             evidence = self._sparse(
-                _LargeSearch(snap, query_vector, terms, spans),
+                _LargeSearch(snap, query_vector, terms, expansion, spans),
                 _Rows(extra_dense, extra_lex, extra_codes_array, extra_times_array),
                 names,
                 families,
@@ -343,7 +357,7 @@ class EvidenceScorer:
             base.widen()  # once this first search is done, not beside it
             return evidence
         # The lexical index may have grown since the snapshot: only its first rows count.
-        lex_base = snap.lexical.scores(terms)[:base_count]
+        lex_base = _weighted(snap.lexical.scores, terms, expansion)[:base_count]
         if len(snap.vectors):
             dense_base = row_dots(np.asarray(snap.vectors, np.float32), query_vector).astype(
                 np.float64
@@ -467,19 +481,25 @@ class _LargeSearch:
         snap: Snapshot,
         query_vector: npt.NDArray[np.float32],
         terms: Sequence[str],
+        expansion: Mapping[str, float],
         spans: Sequence[Span] = (),
     ) -> None:
         assert snap.projection is not None
         self.snap = snap
         self.query_vector = query_vector
         self.terms = terms
+        self.expansion = expansion
         count = snap.count
         projection = snap.projection
         by_dense = projection.nearest(query_vector, CANDIDATES)
         by_dense = by_dense[by_dense < count]
         pool = snap.lexical.top_documents(terms, CANDIDATES)
+        if expansion:  # a related term's best documents may hold none of the query's terms
+            pool = _ascending(
+                np.concatenate([pool, snap.lexical.top_documents(list(expansion), EXPANDED)])
+            )
         pool = pool[pool < count]
-        pool_scores = snap.lexical.scores_at(terms, pool)
+        pool_scores = self.lex_at(pool)
         best = best_positions(pool_scores, CANDIDATES)
         by_lex = pool[best[pool_scores[best] > 0]]
         chosen = _ascending(np.concatenate([by_dense, by_lex, self._in_periods(spans)]))
@@ -494,7 +514,7 @@ class _LargeSearch:
         self.dense = projection.approximate(query_vector, self.rows)
         self.dense[exact] = snap.exact_dots(self.rows[exact], query_vector)
         self.exact = exact
-        self.lex = snap.lexical.scores_at(terms, self.rows)
+        self.lex = self.lex_at(self.rows)
         self._by_dense = np.searchsorted(self.rows, by_dense)
 
     def _in_periods(self, spans: Sequence[Span]) -> npt.NDArray[np.int64]:
@@ -512,11 +532,15 @@ class _LargeSearch:
         near = self.snap.projection.approximate(self.query_vector, rows)
         return rows[best_positions(near, CANDIDATES)]
 
+    def lex_at(self, rows: npt.NDArray[np.int64]) -> Floats:
+        """The BM25 scores of some rows (ascending), related terms weighted in."""
+        return _weighted(lambda t: self.snap.lexical.scores_at(t, rows), self.terms, self.expansion)
+
     def statistics(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """The (mean, deviation) of the thread's cosines and BM25 scores, from its sample."""
         projection = self.snap.projection
         assert projection is not None
-        lex = self.snap.lexical.scores_at(self.terms, projection.sample_rows)
+        lex = self.lex_at(projection.sample_rows)
         return projection.cosine_statistics(self.query_vector), (
             float(lex.mean()),
             float(lex.std()),
@@ -525,6 +549,21 @@ class _LargeSearch:
     def dense_floor(self) -> float:
         """The lowest exact cosine of the rows chosen by cosine (0 without any)."""
         return float(self.dense[self._by_dense].min()) if len(self._by_dense) else 0.0
+
+
+def _weighted(
+    scores: Callable[[Sequence[str]], Floats],
+    terms: Sequence[str],
+    expansion: Mapping[str, float],
+) -> Floats:
+    """``scores(terms)`` plus each related term's scores times its weight.
+
+    Without related terms this is ``scores(terms)`` itself, bit for bit.
+    """
+    total = scores(terms)
+    for term, weight in expansion.items():
+        total = total + weight * scores((term,))
+    return total
 
 
 def _relevance(fused: Floats) -> Floats:

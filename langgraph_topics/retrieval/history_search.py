@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from langgraph_topics.retrieval.evidence import Evidence
+from langgraph_topics.retrieval.related_terms import query_expansion
 from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.state.records import StoredMessage, TopicRecord
 from langgraph_topics.state.working_set import unsplit_messages
@@ -51,6 +52,7 @@ def search_history(
     limit: int = 10,
     since: datetime | None = None,
     until: datetime | None = None,
+    expand: bool = True,
 ) -> list[SearchHit]:
     """The ``limit`` messages of the thread that best answer ``query``, best first.
 
@@ -63,12 +65,19 @@ def search_history(
         limit: At most this many hits.
         since: Only messages sent at or after this time (messages without a date left out).
         until: Only messages sent at or before this time (likewise).
+        expand: Also look for the terms this thread relates to the query's ("auth" → login,
+            jwt, token when it uses them together; ``retrieval/related_terms.py``), weighing
+            less than the query's own.
     """
     if limit <= 0 or not query.strip():
         return []
     store = stores.topic_store
     unsplit = unsplit_messages(working, store)
-    evidence = services.scorer.score(stores.message_index, query, unsplit, prior_families(topics))
+    index = stores.message_index
+    expansion = query_expansion(index, query) if expand else None
+    evidence = services.scorer.score(
+        index, query, unsplit, prior_families(topics), expansion=expansion
+    )
     ids = _ids_by_position(evidence, stores, unsplit)
     dated = since is not None or until is not None
     read = FIRST_READ

@@ -47,7 +47,7 @@ def turn_evidence(
         unsplit = [m for m in working if m["id"] not in located]
         periods = asked_periods_of(working, services.clock().date())
         return services.scorer.score(
-            stores.message_index, question_of(working), unsplit, families, periods
+            stores.message_index, question_of(working), unsplit, families, periods=periods
         )
     index = stores.message_index
     base = index.base if isinstance(index, OverlayMessageIndex) else index
@@ -70,5 +70,5 @@ def _scored(
     unsplit = unsplit_messages(working, stores.topic_store)
     periods = asked_periods_of(working, services.clock().date())
     return services.scorer.score(
-        stores.message_index, question_of(working), unsplit, families, periods
+        stores.message_index, question_of(working), unsplit, families, periods=periods
     )
