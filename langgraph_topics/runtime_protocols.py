@@ -12,6 +12,7 @@ from typing import Any, TypeGuard
 
 from langgraph_topics.roles.protocols import (
     EvidenceTopicWindow,
+    IndexedBriefWriter,
     IndexedResponder,
     IndexedSplitter,
 )
@@ -37,6 +38,11 @@ def uses_evidence(window: object) -> TypeGuard[EvidenceTopicWindow]:
 def takes_vectors(responder: object) -> TypeGuard[IndexedResponder]:
     """Whether a responder takes the indexed vectors of the window's messages."""
     return implements(responder, IndexedResponder)
+
+
+def takes_sentence_vectors(writer: object) -> TypeGuard[IndexedBriefWriter]:
+    """Whether a brief writer takes the message index's vectors of whole-message sentences."""
+    return implements(writer, IndexedBriefWriter)
 
 
 def takes_brief_vectors(splitter: object) -> TypeGuard[IndexedSplitter]:

@@ -15,6 +15,7 @@ from langgraph_topics.roles.native import (
     native_roles,
 )
 from langgraph_topics.roles.native.text import truncate_utf8
+from langgraph_topics.roles.native.vectors import Vector
 from langgraph_topics.roles.protocols import TopicInfo
 from langgraph_topics.state.records import AssembledContext, Role, StoredMessage
 from langgraph_topics.state.units import group_units
@@ -186,6 +187,28 @@ def test_brief_quotes_sentences_in_chronological_order(embedder: UseEmbedder) ->
         for line in lines
     ]
     assert quoted == sorted(quoted)
+
+
+def test_brief_writer_takes_whole_message_sentences_from_the_index() -> None:
+    """A sentence that is a whole indexed message is not embedded again; the brief is the same."""
+    counting = CountingEmbedder()
+    fresh = NativeBriefWriter(counting).write(topic("T", ""), COOKING)
+    asked: list[list[str]] = []
+
+    def stored(message_ids: Sequence[str]) -> dict[str, Vector]:
+        asked.append(list(message_ids))
+        return {
+            i: counting.inner.embed([m["content"]])[0]
+            for m in COOKING
+            for i in [m["id"]]
+            if i in message_ids and i != "c2"
+        }
+
+    indexed = CountingEmbedder()
+    writer = NativeBriefWriter(indexed)
+    assert writer.write_with_vectors(topic("T", ""), COOKING, stored_vectors=stored) == fresh
+    assert asked and set(asked[0]) == {"c1", "c2", "c3", "c4"}  # one sentence each
+    assert indexed.texts == ["Brown the pork belly, then simmer it with soy sauce and sugar."]
 
 
 def test_brief_writer_keeps_an_existing_name_and_derives_a_missing_one() -> None:

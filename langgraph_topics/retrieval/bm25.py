@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from array import array
 from bisect import bisect_left
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,9 +23,11 @@ import numpy.typing as npt
 WEIGHT_CACHE_VALUES = 2_000_000
 """Per-term weights kept between queries, in values (16 MB), least recently used dropped."""
 
-SPREAD_VALUES = 8_000_000
-"""Per-term weights of every document kept between queries, in values (64 MB), least
-recently used dropped (``BM25._spread``)."""
+SPREAD_VALUES = 2_000_000
+"""Per-term weights of every document kept between queries, in values (16 MB), least
+recently used dropped (``BM25._spread``). At 64 MB the cache was 31 MB of a 20,000-message
+thread's resident memory a hundred turns after its index turned large (``bench soak``'s thread
+continued), for little: spreading a term again takes ~35 µs at 20,000 messages (2 cores)."""
 TOP_CACHE_TERMS = 4096
 """Terms whose best documents are kept between queries."""
 
@@ -49,13 +52,14 @@ class _Loaded:
     term_id: Mapping[str, int]
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
-    documents: npt.NDArray[np.int64]
-    frequencies: npt.NDArray[np.float64]
+    documents: npt.NDArray[np.int32]
+    frequencies: npt.NDArray[np.int32]
+    """As stored (4 bytes a value, not 8): a weight converts them, to the same float64 values."""
 
     @classmethod
     def empty(cls) -> _Loaded:
         none = np.zeros(0, dtype=np.int64)
-        return cls({}, none, none, none, np.zeros(0))
+        return cls({}, none, none, np.zeros(0, np.int32), np.zeros(0, np.int32))
 
     def _run(self, term: str) -> tuple[int, int] | None:
         place = self.term_id.get(term)
@@ -69,7 +73,7 @@ class _Loaded:
         run = self._run(term)
         return 0 if run is None else run[1] - run[0]
 
-    def postings(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+    def postings(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]] | None:
         """The loaded documents holding ``term`` and its frequency in each."""
         run = self._run(term)
         if run is None:
@@ -95,20 +99,21 @@ class BM25:
         self._lengths: list[int] = []
         self._total_length = 0
         self._frequency: Counter[str] = Counter()
-        self._postings: dict[str, tuple[list[int], list[int]]] = {}
-        """Per term: the documents holding it and its frequency in each (since the bulk load)."""
+        self._postings: dict[str, tuple[array[int], array[int]]] = {}
+        """Per term: the documents holding it and its frequency in each (since the bulk load),
+        as 4-byte machine integers: a list of Python ints and a numpy copy of it for searches
+        took 3–4 times the room (``bench soak``: ~20 MB at 20,000 messages); the weights of a
+        term are computed from a copy made when needed (:meth:`_weighted` keeps them)."""
         self._loaded = _Loaded.empty()
         """The documents loaded in bulk (:meth:`from_columns`), as sorted postings."""
-        self._arrays: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
-        """The postings as arrays, rebuilt for a term only when it gained documents."""
         self._norm_cache: npt.NDArray[np.float64] | None = None
         self._weights: OrderedDict[
-            str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float64]]
+            str, tuple[int, npt.NDArray[np.int32], npt.NDArray[np.float64]]
         ] = OrderedDict()
         """Per term: the document count they were computed at, its documents, its weights."""
         self._weighted_values = 0
         self._weights_lock = threading.Lock()
-        self._tops: dict[str, tuple[int, int, npt.NDArray[np.int64]]] = {}
+        self._tops: dict[str, tuple[int, int, npt.NDArray[np.int32]]] = {}
         """Per term: the document count and how many were asked, and its best documents."""
         self._spreads: OrderedDict[str, tuple[int, npt.NDArray[np.float64]]] = OrderedDict()
         """Per term: the document count, and its weight in every document (``_spread``)."""
@@ -154,8 +159,8 @@ class BM25:
             term_id=term_id,
             starts=ends - counts,
             ends=ends,
-            documents=owner[order],
-            frequencies=frequencies[order].astype(np.float64),
+            documents=owner[order].astype(np.int32),
+            frequencies=np.asarray(frequencies[order], np.int32),
         )
         return index
 
@@ -167,7 +172,10 @@ class BM25:
         self._total_length += len(document)
         for term, tf in Counter(document).items():
             self._frequency[term] += 1
-            documents, frequencies = self._postings.setdefault(term, ([], []))
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = (array("i"), array("i"))
+            documents, frequencies = postings
             documents.append(index)
             frequencies.append(tf)
         self._norm_cache = None
@@ -246,7 +254,7 @@ class BM25:
         ascending order: a document that ranks high only on several terms together, none of
         them among its best, is missed; :meth:`scores_at` then scores the candidates exactly.
         """
-        parts: list[npt.NDArray[np.int64]] = []
+        parts: list[npt.NDArray[np.int32]] = []
         for term in dict.fromkeys(query):
             with self._weights_lock:
                 known = self._tops.get(term)
@@ -272,7 +280,7 @@ class BM25:
         ordered = np.sort(np.concatenate(parts).astype(np.int64))
         return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
 
-    def _weighted(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+    def _weighted(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]] | None:
         """The documents holding ``term`` and its score in each, kept until a document joins.
 
         A thread's questions share most of their words, and between two splits the index
@@ -302,24 +310,21 @@ class BM25:
                 self._weighted_values -= len(dropped)
         return indices, weights
 
-    def _term_arrays(
-        self, term: str
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+    def _term_arrays(self, term: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]] | None:
+        """The documents holding ``term`` and its frequency in each (fresh arrays or views).
+
+        Frequencies stay integers: ``idf * tf`` converts them to the float64 values a float64
+        copy would hold, so the weights are the same bit for bit.
+        """
         loaded = self._loaded.postings(term)
         postings = self._postings.get(term)
         if postings is None:
             return loaded
-        cached = self._arrays.get(term)
-        expected = len(postings[0]) + (0 if loaded is None else len(loaded[0]))
-        if cached is None or len(cached[0]) != expected:
-            cached = (
-                np.asarray(postings[0], dtype=np.int64),
-                np.asarray(postings[1], dtype=np.float64),
-            )
-            if loaded is not None:
-                cached = (np.r_[loaded[0], cached[0]], np.r_[loaded[1], cached[1]])
-            self._arrays[term] = cached
-        return cached
+        documents = np.array(postings[0], dtype=np.int32)
+        frequencies = np.array(postings[1], dtype=np.int32)
+        if loaded is not None:
+            return np.concatenate([loaded[0], documents]), np.concatenate([loaded[1], frequencies])
+        return documents, frequencies
 
     def pairs_between(
         self, first: int, end: int

@@ -10,15 +10,19 @@ while the writes stay in the split node, checkpointed and crash-safe as before.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from langgraph_topics.errors import log_degraded
+from langgraph_topics.retrieval.message_index import MessageIndex
 from langgraph_topics.roles.llm.brief_writer import LlmBriefWriter
 from langgraph_topics.roles.protocols import NewTopic, SplitPlan, Splitter, TopicInfo
 from langgraph_topics.roles.topic_info import topic_infos
-from langgraph_topics.runtime_protocols import takes_brief_vectors
+from langgraph_topics.runtime_protocols import takes_brief_vectors, takes_sentence_vectors
 from langgraph_topics.services import ThreadStores, TopicServices
 from langgraph_topics.settings import Settings
 from langgraph_topics.splitting.new_subjects import NEW_SUBJECT_KEY, open_new_subjects
@@ -172,7 +176,7 @@ def prepare_split(
         events=events,
         last_split_id=last_split_id,
     )
-    _write_briefs(services, store, prepared)
+    _write_briefs(services, store, prepared, stores.message_index)
     return prepared
 
 
@@ -193,6 +197,7 @@ def _write_briefs(
     services: TopicServices,
     store: TopicStore,
     prepared: PreparedSplit,
+    message_index: MessageIndex | None = None,
 ) -> None:
     """Every touched topic's brief as it will read once the split's messages are appended.
 
@@ -227,10 +232,12 @@ def _write_briefs(
             prepared.topic_counts[key] = store.meta(key)["message_count"]
             jobs[destination] = (_stored_info(store, key), [*store.messages(key), *messages])
 
+    stored = _stored_vectors(services.roles.brief_writer, message_index)
+
     def brief_for(destination: Destination) -> Brief | None:
         info, messages = jobs[destination]
         try:
-            return write_brief(services.roles.brief_writer, info, messages, counter)
+            return write_brief(services.roles.brief_writer, info, messages, counter, stored)
         except Exception as error:
             label = destination[1] if destination[0] == "topic" else f"new topic {info['name']}"
             log_degraded(log, f"brief writer failed for {label}; keeping the previous brief", error)
@@ -246,6 +253,27 @@ def _write_briefs(
     else:
         written = [brief_for(d) for d in order]
     prepared.briefs.update(zip(order, written, strict=True))
+
+
+def _stored_vectors(
+    writer: object, index: MessageIndex | None
+) -> Callable[[Sequence[str]], Mapping[str, npt.NDArray[np.float32]]] | None:
+    """The index's vectors by message id for a writer of its embedder, best effort (else None).
+
+    A stored vector only saves an embedding: an index that cannot answer costs the writer
+    that embedding, never the brief.
+    """
+    if index is None or not takes_sentence_vectors(writer) or writer.embedder is not index.embedder:
+        return None
+
+    def stored(message_ids: Sequence[str]) -> Mapping[str, npt.NDArray[np.float32]]:
+        try:
+            return index.stored_vectors(message_ids)
+        except Exception as error:  # the writer embeds these sentences instead
+            log.debug("message index vectors unavailable: %s", error)
+            return {}
+
+    return stored
 
 
 def candidate_topics(

@@ -8,9 +8,17 @@ application's own) gets a native card of the topic's messages around the brief i
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from langgraph_topics.roles.protocols import BriefWriter, CardBriefWriter, TopicInfo
+import numpy as np
+import numpy.typing as npt
+
+from langgraph_topics.roles.protocols import (
+    BriefWriter,
+    CardBriefWriter,
+    IndexedBriefWriter,
+    TopicInfo,
+)
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.summaries.card import SummaryCard
 from langgraph_topics.summaries.native import TokenCounter, native_card
@@ -31,14 +39,21 @@ def write_brief(
     topic: TopicInfo,
     messages: Sequence[StoredMessage],
     count_tokens: TokenCounter,
+    stored_vectors: Callable[[Sequence[str]], Mapping[str, npt.NDArray[np.float32]]] | None = None,
 ) -> tuple[str, str, SummaryCard]:
     """``(name, brief, card)`` for a topic holding ``messages``.
+
+    ``stored_vectors``: the message index's vectors by message id, for a writer that takes
+    them (``IndexedBriefWriter``; the caller checks the embedders are the same).
 
     Raises:
         Exception: Whatever the writer raises (the caller keeps the previous brief).
     """
     if not isinstance(writer, CardBriefWriter):
-        name, brief = writer.write(topic, messages)
+        if stored_vectors is not None and isinstance(writer, IndexedBriefWriter):
+            name, brief = writer.write_with_vectors(topic, messages, stored_vectors=stored_vectors)
+        else:
+            name, brief = writer.write(topic, messages)
         return name, brief, brief_card(messages, name, brief, count_tokens)
     name, brief, card = writer.write_with_card(topic, messages)
     try:
