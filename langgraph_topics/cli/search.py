@@ -8,7 +8,6 @@ from typing import Any
 
 from langgraph_topics.cli.tables import clip, print_json, render_table
 from langgraph_topics.errors import InputError
-from langgraph_topics.retrieval.dates import date_bound
 
 SUMMARY = "find where the thread talked about something: its messages, best first"
 SNIPPET_COLUMNS = 80
@@ -42,6 +41,9 @@ def add_search_parser(
 def run_search(args: argparse.Namespace) -> int:
     """Print the hits (``--json``: a list of records) or say that none was found."""
     from langgraph_topics.cli.opening import open_existing
+
+    # Here, not at the top: the retrieval package loads numpy, which `--help` must not wait for.
+    from langgraph_topics.retrieval.dates import date_bound
 
     since = date_bound("--since", args.since, end_of_day=False)
     until = date_bound("--until", args.until, end_of_day=True)
