@@ -33,6 +33,8 @@ from langgraph_topics.checks import (
 from langgraph_topics.errors import InputError, StoreError, ThreadBusyError
 from langgraph_topics.graph.builder import build_graph
 from langgraph_topics.graph.review import build_review_graph
+from langgraph_topics.history.phrasing import PHRASED_THEMES, phrased_themes
+from langgraph_topics.history.themes import Theme
 from langgraph_topics.history.timeline import (
     ThemeSummary,
     ThemeTrace,
@@ -40,7 +42,7 @@ from langgraph_topics.history.timeline import (
     theme_summaries,
     trace_theme,
 )
-from langgraph_topics.history.view import history_view
+from langgraph_topics.history.view import HistoryView, history_view
 from langgraph_topics.importing import SourcedRecord, check_records, messages_to_add
 from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.retrieval.history_search import SearchHit, search_history
@@ -50,7 +52,7 @@ from langgraph_topics.review.context import ReviewContext
 from langgraph_topics.review.criteria import ArchiveGuard
 from langgraph_topics.review.schedule import parse_review_at, review_due
 from langgraph_topics.roles.llm.deadline import settings_deadline
-from langgraph_topics.roles.protocols import Roles
+from langgraph_topics.roles.protocols import Roles, ThemePhrase
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
 from langgraph_topics.services import (
     TopicContext,
@@ -972,8 +974,10 @@ class TopicMemory:
         """The concepts the thread comes back to, the most talked about first (``history``).
 
         Computed natively from the refined turns each split records (no model call), then
-        cached until a split or a review changes the thread. Split messages without a record
-        (split before the history layer existed) are recorded first.
+        cached until a split or a review changes the thread. With a cheap model configured,
+        the most talked about themes are also named by it from their material only
+        (``phrased``; ``history.phrasing``), once per cached view. Split messages without a
+        record (split before the history layer existed) are recorded first.
 
         Raises:
             InputError: An invalid thread id, or a thread that does not exist.
@@ -984,7 +988,13 @@ class TopicMemory:
             stores = self.services.branch_stores(thread_id, values)
             working = stored_view(values.get("messages", []))
             view = history_view(stores, unsplit_messages(working, stores.topic_store))
-            return theme_summaries(view, values.get("topics") or {})
+            summaries = theme_summaries(view, values.get("topics") or {})
+        # Phrased outside the thread's lock: a slow model does not hold the thread.
+        phrases = self._phrases(view, view.themes[:PHRASED_THEMES])
+        for summary in summaries:
+            if (phrase := phrases.get(summary["theme_id"])) is not None:
+                summary["phrased"] = phrase
+        return summaries
 
     def trace(self, thread_id: str, theme_or_query: str) -> ThemeTrace | None:
         """Where and how the thread discussed something: a theme's timeline, quoted.
@@ -994,6 +1004,7 @@ class TopicMemory:
         The timeline lists, oldest first, each event unit carrying the theme (first mention,
         last mention) with quotes of the original messages (ids, dates, topics), and the
         changes of state stated on the way ("we chose X", "switch to Y", "we dropped X").
+        With a cheap model configured, the theme's ``phrased`` name and summary are added.
 
         Returns:
             The trace, or None when nothing in the thread matches.
@@ -1023,9 +1034,20 @@ class TopicMemory:
                 i for u in theme.units for t in view.units[u].turns for i in view.turns[t]["ids"]
             ]
             messages = {**stores.topic_store.get_messages(ids), **{m["id"]: m for m in unsplit}}
-        return trace_theme(
+        trace = trace_theme(
             view, theme, "search" if matched_by == "search" else "theme", messages, topics
         )
+        if (phrase := self._phrases(view, [theme]).get(theme.id)) is not None:
+            trace["phrased"] = phrase
+        return trace
+
+    def _phrases(self, view: HistoryView, themes: Sequence[Theme]) -> dict[str, ThemePhrase]:
+        """The cheap model's phrases of ``themes`` (none natively), within the deadline."""
+        phraser = self.services.roles.theme_phraser
+        if phraser is None or not themes:
+            return {}
+        with settings_deadline(self.settings):
+            return phrased_themes(view, phraser, themes)
 
     def _existing(self, thread_id: str) -> str:
         """The checked id of a thread that exists (else one ``InputError`` line)."""

@@ -21,6 +21,7 @@ ROLE_MARKERS = (
     ("<topic_split>", "splitter"),
     ("<topic_brief>", "brief_writer"),
     ("<topic_routing>", "index_router"),
+    ("<theme_phrases>", "theme_phrasing"),
 )
 
 

@@ -459,6 +459,8 @@ PROMPTS = [
     "index_router_input",
     "brief_writer",
     "brief_writer_input",
+    "theme_phrasing",
+    "theme_phrasing_input",
     "format_retry",
     "responder_retry",
     "main_window",

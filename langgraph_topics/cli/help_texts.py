@@ -145,7 +145,8 @@ examples:
 The subjects the thread keeps coming back to, the most talked about first: each with its first
 and last mention, how many event units and messages carry it, its current state when one was
 stated ("chose Postgres") and its other keywords. Computed from one record per exchange written
-when messages are split; no model call. `trace THEME` shows one's timeline.
+when messages are split; no model call, unless a cheap model is configured: then it names the
+themes as a person would, from that material only. `trace THEME` shows one's timeline.
 """,
     f"{PROG} trace": """
 examples:

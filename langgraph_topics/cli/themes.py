@@ -55,13 +55,14 @@ def run_themes(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [
-            clip(theme["theme"], 24),
+            clip(theme["phrased"]["name"] if "phrased" in theme else theme["theme"], 30),
             (theme["first"] or "")[:10],
             (theme["last"] or "")[:10],
             theme["units"],
             theme["messages"],
             clip(theme["current"] or "", 20),
-            clip(", ".join(theme["keywords"][1:]), 30),
+            # A phrased name hides the native keyword: the keywords then show it.
+            clip(", ".join(theme["keywords"][0 if "phrased" in theme else 1 :]), 30),
         ]
         for theme in found
     ]
@@ -87,7 +88,11 @@ def run_trace(args: argparse.Namespace) -> int:
         print(f"nothing in the thread matches {query!r}")
         return 0
     how = "" if found["matched_by"] == "theme" else " (found by searching the messages)"
-    print(f"theme: {found['theme']}{how}; keywords: {', '.join(found['keywords'])}")
+    phrased = found.get("phrased")
+    name = f"{phrased['name']} ({found['theme']})" if phrased else found["theme"]
+    print(f"theme: {name}{how}; keywords: {', '.join(found['keywords'])}")
+    if phrased:
+        print(f"summary: {phrased['summary']}")
     if found["states"]:
         print("changes: " + " → ".join(state_label(s) for s in found["states"]))
     rows: list[list[object]] = []

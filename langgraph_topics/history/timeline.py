@@ -11,7 +11,7 @@ sentence naming the theme, or the exchange's summary).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 from langgraph_topics.history.states import StateKind
 from langgraph_topics.history.terms import key_of, words_of
@@ -19,6 +19,7 @@ from langgraph_topics.history.themes import Theme
 from langgraph_topics.history.units import Unit
 from langgraph_topics.history.view import HistoryView
 from langgraph_topics.roles.native.text import clip, message_text, split_sentences
+from langgraph_topics.roles.protocols import ThemePhrase
 from langgraph_topics.state.records import StoredMessage, TopicRecord
 
 QUOTE_CHARS = 240
@@ -86,6 +87,10 @@ class ThemeTrace(TypedDict):
     """The last state's object ("SQLite"), None when no change of state was stated."""
     states: list[StateChange]
     timeline: list[TimelineEntry]
+    phrased: NotRequired[ThemePhrase]
+    """The cheap model's name and one-line summary of the theme, from its material only
+    (``history.phrasing``); left out natively or when the model could not phrase it. ``theme``
+    keeps the native name."""
 
 
 class ThemeSummary(TypedDict):
@@ -102,6 +107,10 @@ class ThemeSummary(TypedDict):
     states: int
     current: str | None
     topic_names: list[str]
+    phrased: NotRequired[ThemePhrase]
+    """The cheap model's name and one-line summary of the theme, from its material only
+    (``history.phrasing``); left out natively or when the model could not phrase it. ``theme``
+    keeps the native name."""
 
 
 Search = Callable[[str], Sequence[Mapping[str, object]]]
@@ -114,7 +123,7 @@ def theme_summaries(view: HistoryView, topics: Mapping[str, TopicRecord]) -> lis
     for theme in view.themes:
         units = [view.units[p] for p in theme.units]
         records = [view.turns[t] for unit in units for t in unit.turns]
-        states = _states(view, theme)
+        states = theme_states(view, theme)
         summaries.append(
             {
                 "theme_id": theme.id,
@@ -200,7 +209,7 @@ def trace_theme(
     topics: Mapping[str, TopicRecord],
 ) -> ThemeTrace:
     """The timeline of ``theme`` with quotes of ``messages`` (its units' messages)."""
-    states = _states(view, theme, messages)
+    states = theme_states(view, theme, messages)
     by_unit: dict[str, list[StateChange]] = {}
     for state in states:
         by_unit.setdefault(state["unit_id"], []).append(state)
@@ -248,7 +257,7 @@ def trace_theme(
     }
 
 
-def _states(
+def theme_states(
     view: HistoryView, theme: Theme, messages: Mapping[str, StoredMessage] | None = None
 ) -> list[StateChange]:
     """The theme's changes of state in time order; a choice restated is no change."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langgraph_topics.history.refined_turns import (
     RefinedTurn,
@@ -28,6 +28,7 @@ from langgraph_topics.history.units import (
     make_units,
     ordered_turns,
 )
+from langgraph_topics.roles.protocols import ThemePhrase
 from langgraph_topics.services import ThreadStores
 from langgraph_topics.state.records import StoredMessage
 
@@ -47,6 +48,11 @@ class HistoryView:
     themes: list[Theme]
     located: dict[str, str]
     """Each split message's topic now."""
+    phrases: dict[str, ThemePhrase | None] = field(default_factory=dict)
+    """Theme id → the cheap model's phrase (None: asked, the native name stands);
+    ``history.phrasing`` fills it when ``themes`` or ``trace`` is asked."""
+    phrasing_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Held while phrasing, so two callers do not ask the model for the same view."""
 
     def unit_of_turn(self) -> dict[int, int]:
         """Refined turn index → unit index."""

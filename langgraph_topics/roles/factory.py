@@ -10,6 +10,7 @@ from langgraph_topics.roles.llm.index_router import LlmIndexRouter
 from langgraph_topics.roles.llm.models import ModelSpec, resolve_model, role_model_choices
 from langgraph_topics.roles.llm.responder import LlmResponder
 from langgraph_topics.roles.llm.splitter import LlmSplitter
+from langgraph_topics.roles.llm.theme_phrasing import LlmThemePhraser
 from langgraph_topics.roles.llm.topic_window import LlmTopicWindow
 from langgraph_topics.roles.native import native_roles
 from langgraph_topics.roles.protocols import Roles
@@ -42,7 +43,8 @@ def build_roles(
         policy: Retry and prompt policy (from the settings when omitted).
 
     Returns:
-        The roles. With no model anywhere, exactly the native roles. A responder model that
+        The roles. With no model anywhere, exactly the native roles (no theme phraser; with a
+        brief writer model, that model also phrases ``themes``/``trace``). A responder model that
         cannot bind tools (``bind_tools`` raises ``NotImplementedError``) answers without the
         ``activate_topic`` tool (one log line per model and process).
 
@@ -82,6 +84,8 @@ def build_roles(
         roles.brief_writer = LlmBriefWriter(
             model, native.brief_writer, policy, brief_bytes=settings.brief_bytes
         )
+        # Themes are phrased by the brief writer's model: both only word what is given.
+        roles.theme_phraser = LlmThemePhraser(model, policy)
     if (model := models["index_router"]) is not None:
         roles.index_router = LlmIndexRouter(model, native.index_router, policy)
     if (model := models["responder"]) is not None:

@@ -329,6 +329,36 @@ class IndexedResponder(Responder, Protocol):
         ...
 
 
+class ThemeMaterial(TypedDict):
+    """What a theme phraser is shown of one theme: precomputed material, never the history."""
+
+    theme_id: str
+    name: str
+    """The native name: the theme's keyword as the thread writes it."""
+    keywords: list[str]
+    units: list[str]
+    """One line per event unit shown, oldest first: date, headline keywords, one-liner."""
+    states: list[str]
+    """Its changes of state in time order: date, kind, object."""
+
+
+class ThemePhrase(TypedDict):
+    """A theme as a model phrased it."""
+
+    name: str
+    """A short name as a person writes it."""
+    summary: str
+    """One line on its timeline."""
+
+
+class ThemePhraser(Protocol):
+    """Phrases themes from their material (seed 004 §3: the model only phrases)."""
+
+    def phrase(self, materials: Sequence[ThemeMaterial]) -> dict[str, ThemePhrase]:
+        """Theme id → its phrase; a theme left out keeps its native name (never raises)."""
+        ...
+
+
 @dataclass
 class Roles:
     """The back end serving each role."""
@@ -338,3 +368,6 @@ class Roles:
     brief_writer: BriefWriter
     index_router: IndexRouter
     responder: Responder
+    theme_phraser: ThemePhraser | None = None
+    """Names and summarises themes when ``themes``/``trace`` are asked (the brief writer's
+    model: the cheap tier); None: the native names stand."""

@@ -10,6 +10,7 @@ from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
 from langgraph_topics.roles.llm.index_router import LlmIndexRouter
 from langgraph_topics.roles.llm.responder import ACTIVATE_TOPIC_TOOL, LlmResponder
 from langgraph_topics.roles.llm.splitter import LlmSplitter
+from langgraph_topics.roles.llm.theme_phrasing import LlmThemePhraser
 from langgraph_topics.roles.llm.topic_window import LlmTopicWindow
 from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
 
@@ -20,6 +21,7 @@ __all__ = [
     "LlmIndexRouter",
     "LlmResponder",
     "LlmSplitter",
+    "LlmThemePhraser",
     "LlmTopicWindow",
     "ModelCaller",
     "ReplyFormatError",
