@@ -1,4 +1,4 @@
-"""The history layer (issue 38): refined turns at split time, units, themes, ``trace``."""
+"""The history layer (issue 38): refined turns, units, themes, ``trace``."""
 
 from __future__ import annotations
 
@@ -100,10 +100,11 @@ def test_themes_lists_the_recurring_subjects(memory: TopicMemory) -> None:
         memory.trace("nobody", "Postgres")
 
 
-def test_refined_turns_are_written_at_split_time_once_per_exchange(
+def test_refined_turns_are_written_by_the_review_once_per_exchange(
     memory: TopicMemory, data_dir: Path
 ) -> None:
     path = _refined(data_dir)
+    memory.review(THREAD)  # off every turn: a split records nothing (bench agent: 4-5 ms a call)
     lines = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
     located = memory.services.stores(THREAD).topic_store.message_ids()
     assert lines and all(i in located for r in lines for i in r["ids"])
@@ -126,7 +127,7 @@ def test_messages_split_before_the_layer_are_recorded_on_first_use(tmp_path: Pat
     with TopicMemory(settings=_settings(root)) as memory:
         memory.import_messages(THREAD, thread_records(DATABASE_THREAD))
     path = _refined(root)
-    path.unlink()  # as if split by a version without refined turns
+    assert not path.exists()  # split, not reviewed yet: no refined turn
     with TopicMemory(settings=_settings(root)) as memory:
         assert memory.themes(THREAD)
         split = memory.services.stores(THREAD).topic_store.message_ids()
@@ -138,6 +139,7 @@ def test_check_notes_a_torn_line_and_fails_a_record_pointing_nowhere(tmp_path: P
     root = tmp_path / "data"
     with TopicMemory(settings=_settings(root)) as memory:
         memory.import_messages(THREAD, thread_records(DATABASE_THREAD))
+        memory.review(THREAD)
     path = _refined(root)
     whole = path.read_bytes()
     path.write_bytes(whole + b'{"key": "d0')  # an append a crash cut short

@@ -1,8 +1,8 @@
-"""Refined turns: one neutral record per exchange, written when it is split (seed 004 §3).
+"""Refined turns: one neutral record per split exchange (seed 004 §3).
 
 An exchange is a user message with the replies that follow it (``state.units.group_units``).
-When a split files exchanges into topics, each gets one line in ``history/refined.jsonl``
-beside the topic files::
+Once a split has filed exchanges into topics, the next review (or ``themes``/``trace``, for
+what is missing) gives each one line in ``history/refined.jsonl`` beside the topic files::
 
     {"key": "m012", "ids": ["m012", "m013"], "topic": "t-3f…", "time": "2024-01-10T09:00:00",
      "summary": "We'll use Postgres for the inventory app.", "keywords": ["Postgres", …],
@@ -15,9 +15,9 @@ out (``history.terms``); ``states`` are the changes of state its messages state
 (``history.states``). ``topic`` is the topic the exchange entered; merges and subtopics move
 messages later, so readers ask the store where they are now.
 
-The file is append-only: one durable append per split (``stores.durable.append_durably``). A
-message already in a record is never recorded again, so a split made again after a crash
-appends nothing twice. A torn last line (a crash during the append) is ignored when read and
+The file is append-only: one durable append per call (``stores.durable.append_durably``). A
+message already in a record is never recorded again, so messages split again after a crash
+are recorded once. A torn last line (a crash during the append) is ignored when read and
 cut before the next append; its exchanges are recorded again by the next use
 (:meth:`RefinedTurnLog.backfill`), as are messages split before this layer existed.
 """

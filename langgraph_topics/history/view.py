@@ -73,7 +73,7 @@ def backfill(stores: ThreadStores) -> int:
 
     The message index holds every split message in split order (conversation order), so the
     order costs no reading of topic files; only the messages lacking a record are read.
-    Callers hold the thread's files lock (a split appends under it).
+    Callers hold the thread's files lock (the review and the questions append under it).
     """
     log = refined_log(stores)
     located = stores.topic_store.message_ids()
@@ -92,7 +92,7 @@ def history_view(stores: ThreadStores, unsplit: Sequence[StoredMessage] = ()) ->
     """The thread's units, buckets and themes, computed from its refined turns (cached).
 
     ``unsplit``: the working set's messages not split yet; their exchanges are refined here,
-    in memory (a split records them), so a trace reaches the latest turns too.
+    in memory (they are recorded once split), so a trace reaches the latest turns too.
     """
     backfill(stores)
     log = refined_log(stores)

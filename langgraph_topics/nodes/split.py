@@ -15,7 +15,7 @@ from langgraph_topics.activation.active_cap import sleep_over_cap
 from langgraph_topics.roles.native.topic_names import thread_name
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.scoring.usage import with_counts
-from langgraph_topics.services import ThreadStores, TopicContext, services_of, thread_id_of
+from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.splitting.prepared import PreparedSplit, prepare_split, still_valid
 from langgraph_topics.state.records import StoredMessage, TopicRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
@@ -141,7 +141,6 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     # Indexed once, now, in conversation order (seed 004 §3): no later turn re-embeds them.
     destination = {m["id"]: topic_id for topic_id, ms in grouped.items() for m in ms}
     stores.message_index.add(candidates, [destination[m["id"]] for m in candidates])
-    _refine(stores, candidates, destination)
     # A topic grown past its window's limit is divided now, before any window reads it (§4.5).
     events += divide_large_topics(services, stores, topics, touched=list(grouped), refused=refused)
 
@@ -196,23 +195,6 @@ def split(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
         left = {m["id"] for m in unsplit} - {m["id"] for m in candidates}
         update["new_topic_hints"] = [h for h in hints if h in left]
     return update
-
-
-def _refine(
-    stores: ThreadStores, candidates: Sequence[StoredMessage], destination: dict[str, str]
-) -> None:
-    """Append the split exchanges' refined turns (``history``): derived, so best effort.
-
-    A failed append (a full disk) costs the split nothing: the next ``trace`` or ``themes``
-    records the exchanges no record holds.
-    """
-    log_file = stores.refined_turns
-    if log_file is None:
-        return
-    try:
-        log_file.add(candidates, [destination[m["id"]] for m in candidates])
-    except OSError as error:
-        log.warning("refined turns not recorded (recorded when next asked for): %s", error)
 
 
 def _ranges_of(store: TopicStore) -> dict[str, Any]:
