@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from test_middleware import assert_tool_pairs, open_memory, thread
 
-from langgraph_topics import Settings, TopicMemory
-from langgraph_topics.bench.fakes import HashEmbedder
+from langgraph_topics import TopicMemory
 from langgraph_topics.integrations import search_memory_tool
 from langgraph_topics.integrations.search_tool import render_hits, search_memory
 from langgraph_topics.middleware import ACTIVATE_TOPIC, SEARCH_MEMORY, TopicMemoryMiddleware
 from langgraph_topics.middleware.fakes import ToolCallingFakeModel
 from langgraph_topics.retrieval.history_search import SearchHit
-from langgraph_topics.roles.native import native_roles
 
 SUBJECTS = {
     "sourdough": "starter flour hydration loaf crumb proofing oven dough levain banneton",
@@ -47,33 +46,10 @@ def lookup(query: str) -> str:
     return f"Reference notes on {query[:60]}"
 
 
-def open_memory(path: Path, budget: int = 2000, **overrides: Any) -> TopicMemory:
-    settings = Settings(data_dir=path, budget_tokens=budget, **overrides)
-    embedder = HashEmbedder()
-    return TopicMemory(settings=settings, roles=native_roles(embedder, settings), embedder=embedder)
-
-
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[TopicMemory]:
     with open_memory(tmp_path / "memory") as opened:
         yield opened
-
-
-def thread(name: str) -> Any:
-    return {"configurable": {"thread_id": name}}
-
-
-def assert_tool_pairs(messages: Sequence[BaseMessage]) -> None:
-    """Invariant 8 in what a model got: every call with its results, every result after its call."""
-    calls: dict[str, int] = {}
-    answered: set[str] = set()
-    for position, message in enumerate(messages):
-        if isinstance(message, AIMessage):
-            calls.update({call["id"] or "": position for call in message.tool_calls})
-        elif isinstance(message, ToolMessage):
-            assert calls.get(message.tool_call_id, len(messages)) < position, message.tool_call_id
-            answered.add(message.tool_call_id)
-    assert set(calls) == answered, set(calls) ^ answered
 
 
 def test_the_model_asks_when_and_gets_dated_original_messages(memory: TopicMemory) -> None:
