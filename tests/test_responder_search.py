@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -24,6 +24,7 @@ from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.retrieval.search_request import clean_text
 from langgraph_topics.roles.factory import build_roles
 from langgraph_topics.roles.llm.responder import chat_messages
+from langgraph_topics.state.messages import TIMESTAMP_KEY
 from langgraph_topics.state.records import AssembledContext, StoredMessage
 from langgraph_topics.tokens import default_token_counter, message_tokens
 
@@ -297,6 +298,36 @@ def test_long_hits_fit_the_budget_whatever_it_is(tmp_path: Path, budget: int) ->
         shown = [i for s in context["searches"] for i in s["message_ids"]]
         assert shown and len(shown) == len(set(shown))
         assert memory.check(THREAD).ok
+
+
+def test_a_tool_result_found_comes_with_its_call(tmp_path: Path) -> None:
+    model = SearchingModel(args={"query": "token policy rotated weekly"})
+    stamp = {TIMESTAMP_KEY: "2023-02-20T08:00:00"}
+    call = ToolCall(name="lookup", args={"q": "token policy"}, id="call-1")
+    exchange = [
+        HumanMessage("Look up our token policy, please.", id="q", additional_kwargs=stamp),
+        AIMessage("", tool_calls=[call], id="call", additional_kwargs=stamp),
+        ToolMessage(
+            "Token policy: JWT, fifteen minutes, rotated weekly.",
+            tool_call_id="call-1",
+            id="result",
+            additional_kwargs=stamp,
+        ),
+        AIMessage("Fifteen-minute JWTs, rotated weekly.", id="done", additional_kwargs=stamp),
+    ]
+    with open_memory(tmp_path / "memory", model) as memory:
+        memory.run_turn(THREAD, {"messages": exchange, "mode": "import"})
+        memory.import_messages(THREAD, history())
+        store = memory.services.stores(THREAD).topic_store
+        assert store.locate("result") and store.locate("call")
+        memory.chat(THREAD, "When did we find that out?")
+        context = memory.state(THREAD)["context"]
+        [search] = context["searches"]
+        assert_window_sound(context, memory.settings.budget_tokens)
+        # The result was found: it is quoted with its call, once (invariant 8).
+        assert {"call", "result"} <= set(search["message_ids"])
+        assert "rotated weekly" in search["reply"]
+        assert set(context["message_ids"]) & {"call", "result"} == {"call", "result"}
 
 
 def test_the_native_responder_is_not_offered_a_search(tmp_path: Path) -> None:
