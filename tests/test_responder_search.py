@@ -110,16 +110,17 @@ class SearchingModel(BaseChatModel):
 def open_memory(
     path: Path, model: BaseChatModel, budget: int = 900, **overrides: Any
 ) -> TopicMemory:
-    settings = Settings(
-        data_dir=path,
-        budget_tokens=budget,
-        keep_recent=6,
-        language="en",
-        strong_model=None,
-        cheap_model=None,
-        role_models={},
+    values: dict[str, Any] = {
+        "data_dir": path,
+        "budget_tokens": budget,
+        "keep_recent": 6,
+        "language": "en",
+        "strong_model": None,
+        "cheap_model": None,
+        "role_models": {},
         **overrides,
-    )
+    }
+    settings = Settings(**values)
     embedder = HashEmbedder()
     roles = build_roles(settings, per_role={"responder": model}, embedder=embedder)
     return TopicMemory(settings=settings, roles=roles, embedder=embedder)
@@ -220,6 +221,22 @@ def test_a_search_that_finds_nothing_says_so(memory: TopicMemory, model: Searchi
         "“JWT login tokens” (2031-01-01 – 2031-12-31)."
     )
     assert answer == f"From the search: {search['reply']}"
+
+
+def test_a_chinese_thread_gets_its_replies_in_chinese(tmp_path: Path) -> None:
+    model = SearchingModel(args={"query": "JWT", "until": "2023-03-05"})
+    with open_memory(tmp_path / "memory", model, language="zh") as memory:
+        memory.import_messages(THREAD, history())
+        memory.chat(THREAD, "我们什么时候定的？")
+        [search] = memory.state(THREAD)["context"]["searches"]
+        assert search["reply"].startswith("本次对话中与 “JWT” (… – 2023-03-05) 匹配的消息")
+        assert "[2023-03-02 09:00]" in search["reply"]
+        model.args = {"query": "JWT", "since": "2031-01-01"}
+        memory.chat(THREAD, "之后呢？")
+        [search] = memory.state(THREAD)["context"]["searches"]
+        assert (
+            search["reply"] == "没有结果：本次对话中没有与 “JWT” (2031-01-01 – …) 匹配的早先消息。"
+        )
 
 
 @pytest.mark.parametrize(
