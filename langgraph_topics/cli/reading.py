@@ -53,6 +53,7 @@ def _model_input(window: Any) -> list[dict[str, Any]]:
     roles = {"system": "system", "human": "user", "ai": "assistant", "tool": "tool"}
     # The system prompt, then one model message per window message, in order.
     ids = [None, *(m["id"] for m in window["messages"])]
+    ids += [None, None] * len(window.get("searches") or [])  # each call and its reply
     shown: list[dict[str, Any]] = []
     for message, message_id in zip(chat_messages(window), ids, strict=True):
         record: dict[str, Any] = {"role": roles.get(message.type, message.type)}

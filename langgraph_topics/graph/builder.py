@@ -21,6 +21,7 @@ from langgraph_topics.nodes.estimate import estimate
 from langgraph_topics.nodes.inject_workflow import inject_workflow
 from langgraph_topics.nodes.recall_cue import recall_cue
 from langgraph_topics.nodes.respond import respond
+from langgraph_topics.nodes.search_memory import search_memory
 from langgraph_topics.nodes.split import split
 from langgraph_topics.nodes.topic_window import topic_window
 from langgraph_topics.services import TopicContext
@@ -102,11 +103,13 @@ def build_graph(
     )
     # The responder may ask for topics (activate_topic); its reply is then regenerated.
     # ... or to read a stored tool result (read_namespace): the window then shows it in full.
+    # ... or to search the thread (search_memory): the next window gives the call its reply.
     builder.add_node(
         "respond",
         node("respond", routed(respond, state_only(routing.after_respond))),
-        destinations=("activate", "assemble", "bookkeeping"),
+        destinations=("activate", "search_memory", "assemble", "bookkeeping"),
     )
+    builder.add_node("search_memory", node("search_memory", search_memory))
     builder.add_node("bookkeeping", node("bookkeeping", bookkeeping))
     builder.add_node("end_context", node("end_context", end_context))
 
@@ -114,6 +117,7 @@ def build_graph(
     builder.add_edge(START, "inject_workflow")
     builder.add_edge("inject_workflow", "estimate")
     builder.add_edge("topic_window", "assemble")
+    builder.add_edge("search_memory", "assemble")
     # A context query puts the thread back as it found it.
     builder.add_edge("end_context", END)
     builder.add_edge("bookkeeping", END)

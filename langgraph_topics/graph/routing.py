@@ -114,12 +114,17 @@ def after_assemble(
     return "end_context" if mode == "context" else "respond"
 
 
-def after_respond(state: TopicState) -> Literal["activate", "assemble", "bookkeeping"]:
-    """The responder asked for topics or for a stored tool result: fetch them, answer again.
+def after_respond(
+    state: TopicState,
+) -> Literal["activate", "search_memory", "assemble", "bookkeeping"]:
+    """The responder asked for topics, a search or a stored tool result: fetch, answer again.
 
-    Topics (``activate_topic``) are activated; a read (``read_namespace``) assembles the window
-    again with the full text.
+    Topics (``activate_topic``) are activated; a search (``search_memory``) runs over the
+    thread and the window is assembled again with its reply; a read (``read_namespace``)
+    assembles the window again with the full text.
     """
     if state.get("activation"):
         return "activate"
+    if state.get("memory_search"):
+        return "search_memory"
     return "assemble" if state.get("namespace_request") else "bookkeeping"

@@ -29,13 +29,12 @@ from pydantic import BaseModel, Field
 from langgraph_topics.errors import InputError
 from langgraph_topics.retrieval.dates import date_bound
 from langgraph_topics.retrieval.history_search import SearchHit
+from langgraph_topics.retrieval.search_request import SEARCH_MEMORY as SEARCH_MEMORY
 from langgraph_topics.services import thread_id_of
 
 if TYPE_CHECKING:
     from langgraph_topics.memory import TopicMemory
 
-SEARCH_MEMORY = "search_memory"
-"""The tool's name."""
 SEARCH_MEMORY_DESCRIPTION = (
     "Search this whole conversation, also what is no longer in your context: the best "
     "matching original messages, each with when it was sent, its id and topic. For questions "

@@ -40,12 +40,14 @@ from langgraph_topics.prompts.main_window import (
     reply_note,
 )
 from langgraph_topics.retrieval.evidence import Evidence
+from langgraph_topics.retrieval.search_window import SearchWindow, hit_ids
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.native.responder import NativeResponder
 from langgraph_topics.runtime_protocols import uses_evidence
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.state.records import (
     AssembledContext,
+    MemorySearchRecord,
     SectionTokens,
     StoredMessage,
     TopicResult,
@@ -859,6 +861,53 @@ def _unit_partners(
     return partners
 
 
+def _search_groups(
+    records: Sequence[MemorySearchRecord], working: Sequence[StoredMessage], store: TopicStore
+) -> dict[str, list[StoredMessage]]:
+    """For each message the searches found, what quoting it brings (invariant 8).
+
+    The message itself; a tool call or result brings its whole exchange, and is left out
+    when that is not complete where it is kept (the working set, or its unit in the store).
+    """
+    wanted = hit_ids(records)
+    if not wanted:
+        return {}
+    held = {m["id"]: m for m in working}
+    found = {**store.get_messages([i for i in wanted if i not in held]), **held}
+    in_working: dict[str, list[StoredMessage]] | None = None
+    groups: dict[str, list[StoredMessage]] = {}
+    for message_id in wanted:
+        message = found.get(message_id)
+        if message is None:
+            continue
+        if message["role"] != "tool" and not message.get("tool_calls"):
+            groups[message_id] = [message]
+            continue
+        if message_id in held:
+            in_working = tool_exchanges(working) if in_working is None else in_working
+            exchange = in_working.get(message_id, [])
+        else:
+            exchange = tool_exchanges(unit_in_store(store, message_id)).get(message_id, [])
+        if exchange:
+            groups[message_id] = list(exchange)
+    return groups
+
+
+def _can_search(state: TopicState, services: TopicServices, searched: int) -> bool:
+    """Whether the responder may call ``search_memory`` in this window.
+
+    In a chat turn answered by a model (the native responder never calls a tool), once part
+    of the thread has left the window (it has topics), while a search round is left: the
+    activate loop's bound (``max_activation_rounds``) bounds the searches of a turn too.
+    """
+    return (
+        state.get("turn_mode") == "chat"
+        and bool(state.get("topics"))
+        and searched < services.settings.max_activation_rounds
+        and not isinstance(services.roles.responder, NativeResponder)
+    )
+
+
 def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
     """Assemble this turn's main window from the topic results and the working set."""
     services = services_of(runtime)
@@ -906,21 +955,37 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         preview_chars=settings.namespace_preview_chars,
         counting=[request] if request else [],
     )
-    for calls in (*exchanges.values(), *partners.values()):
+    # The responder's searches this turn (``search_memory``): quoted after the window.
+    searches = (state.get("memory_searches") or []) if state.get("turn_mode") == "chat" else []
+    groups = _search_groups(searches, working, store)
+    for calls in (*exchanges.values(), *partners.values(), *groups.values()):
         namespace.learn_calls(calls)
     working = namespace.views(working)
     lookup = {i: namespace.view(m) for i, m in lookup.items()}
     partners = {i: namespace.views(ms) for i, ms in partners.items()}
     exchanges = {i: namespace.views(ms) for i, ms in exchanges.items()}
+    search = SearchWindow(
+        searches,
+        {i: namespace.views(ms) for i, ms in groups.items()},
+        language,
+        settings.prompt_dir,
+        counter,
+    )
+    reserved = search.reserve(
+        working, keep_recent=settings.keep_recent, budget=settings.budget_tokens
+    )
     kept_free = namespace.prepare(
-        working, keep_recent=settings.keep_recent, budget=settings.budget_tokens, counter=counter
+        working,
+        keep_recent=settings.keep_recent,
+        budget=settings.budget_tokens - reserved,
+        counter=counter,
     )
     context = assemble_window(
         working,
         located,
         results,
         lookup,
-        budget=settings.budget_tokens - kept_free,
+        budget=settings.budget_tokens - reserved - kept_free,
         keep_recent=settings.keep_recent,
         reference_threshold=settings.reference_threshold,
         language=language,
@@ -934,7 +999,10 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         question_of=questions_in(store),
         alternate=alternates(state, services),
     )
-    context = namespace.finish(context, settings.budget_tokens, counter)
+    context = namespace.finish(context, settings.budget_tokens - reserved, counter)
+    context = search.finish(context, settings.budget_tokens)
+    if _can_search(state, services, len(searches)):
+        context["can_search"] = True
     update: dict[str, Any] = {"context": context}
     if request:
         update |= {"namespace_reads": reads, "namespace_request": None}

@@ -294,6 +294,10 @@ def estimate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         update["namespace_reads"] = list(state.get("read_namespace") or [])
         update["read_namespace"] = None
         update["namespace_request"] = None
+    if state.get("memory_search") or state.get("memory_searches"):
+        # The responder's searches answer the turn that made them only.
+        update["memory_search"] = None
+        update["memory_searches"] = []
     if state.get("store_ranges") is None and not state.get("topics"):
         # A new thread owns no topic records yet; every split adds its own. (A thread whose
         # checkpoints predate the ranges, or whose topics were seeded without them, keeps

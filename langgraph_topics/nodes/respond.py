@@ -31,9 +31,9 @@ _FAILED = {
 
 
 def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]:
-    """Run the responder; a request for activation or for a stored tool result loops back.
+    """Run the responder; a request for activation, a stored tool result or a search loops back.
 
-    Either request (``activate_topic``, ``read_namespace``) discards the reply.
+    Any request (``activate_topic``, ``read_namespace``, ``search_memory``) discards the reply.
     """
     services = services_of(runtime)
     settings = services.settings
@@ -68,6 +68,10 @@ def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]
         # Shown in full in the next window of this turn only (seed 001 T2); an unknown
         # reference is answered there, in the window, and the model answers from the preview.
         return {"namespace_request": reference.strip(), "events": events}
+    search = reply.get("search_memory")
+    if search is not None and context.get("can_search"):
+        # Searched by the next node; the window then gives the call its reply (issue 38).
+        return {"memory_search": search, "events": events}
     if reply["activate_query"] and can_activate:
         request: ActivationRequest = {
             "query": reply["activate_query"],

@@ -15,7 +15,12 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.messages import ToolCall
 
-from langgraph_topics.state.records import AssembledContext, StoredMessage, TopicStatus
+from langgraph_topics.state.records import (
+    AssembledContext,
+    MemorySearchRequest,
+    StoredMessage,
+    TopicStatus,
+)
 from langgraph_topics.summaries.card import SummaryCard
 
 if TYPE_CHECKING:
@@ -119,6 +124,9 @@ class ResponderReply(TypedDict):
     read_namespace: NotRequired[str | None]
     """When set, the reply is discarded and the stored tool result of this reference is shown
     in full in the next window (``read_namespace``; offered while ``namespace_refs`` is set)."""
+    search_memory: NotRequired[MemorySearchRequest | None]
+    """When set, the reply is discarded, the thread is searched and the next window gives the
+    hits as the call's reply (``search_memory``; offered while ``can_search`` is set)."""
 
 
 class Splitter(Protocol):

@@ -174,6 +174,8 @@ class SectionTokens(TypedDict):
     recent: int
     workflow: NotRequired[int]
     """The workflow block on top of the system prompt (seed 001 T4), when the thread has one."""
+    search: NotRequired[int]
+    """The responder's ``search_memory`` calls and their replies, when it searched this turn."""
 
 
 class TrimRecord(TypedDict):
@@ -188,9 +190,23 @@ class TrimRecord(TypedDict):
         "unsplit_message",
         "recent_truncated",
         "workflow_block",
+        "search_reply",
     ]
     id: str
     tokens: int
+
+
+class SearchExchange(TypedDict):
+    """One ``search_memory`` call of the responder and the reply the window gives it."""
+
+    call_id: str
+    args: dict[str, str]
+    """The call's arguments as the responder sent them (query, since, until), cleaned."""
+    reply: str
+    """The tool's reply: the hits' original messages, dated and fenced, or one line saying
+    why there are none."""
+    message_ids: list[str]
+    """The conversation messages the reply quotes (each also in ``message_ids``)."""
 
 
 class AssembledContext(TypedDict):
@@ -223,6 +239,12 @@ class AssembledContext(TypedDict):
     alternating: NotRequired[bool]
     """Whether the chat part opens with a user message and is sent alternating (messages of
     one role in a row joined: ``Settings.alternating_roles``); absent when not."""
+    can_search: NotRequired[bool]
+    """Whether the responder may still call ``search_memory`` this turn (a chat turn of a
+    thread with topics, a search round left); absent when not."""
+    searches: NotRequired[list[SearchExchange]]
+    """The responder's ``search_memory`` calls this turn, each with its reply, sent after the
+    chat part as a tool call and its result; absent when it did not search."""
 
 
 class TurnEvent(TypedDict):
@@ -248,6 +270,7 @@ class TurnEvent(TypedDict):
         "skipped",
         "kept",
         "digested",
+        "memory_search",
     ]
     detail: str
     topic_ids: NotRequired[list[str]]
@@ -358,3 +381,35 @@ class ActivationRequest(TypedDict):
     periods: NotRequired[list[AskedPeriod]]
     """A date query's periods: the dormant and archived topics discussed in them are offered
     (seed 000 §4.8: a date query is one of the explicit requests that reach the archive)."""
+
+
+class MemorySearchRequest(TypedDict):
+    """A ``search_memory`` call of the responder: what to look for, between which dates."""
+
+    query: str
+    """The query, cleaned (one line, no control characters), kept up to 301 characters."""
+    query_chars: NotRequired[int]
+    """The length of a query too long to search (it is refused, by its length)."""
+    since: NotRequired[str]
+    until: NotRequired[str]
+    """``since``/``until``: ISO dates as the model wrote them (checked by the search)."""
+
+
+class MemorySearchHit(TypedDict):
+    """One message a search of the responder found (its text is read from the stores)."""
+
+    message_id: str
+    topic_name: str
+    """The name of the topic holding it ('' while it is not split)."""
+
+
+class MemorySearchRecord(TypedDict):
+    """A search the responder ran this turn and what it found (ids, best first)."""
+
+    call_id: str
+    request: MemorySearchRequest
+    hits: list[MemorySearchHit]
+    problem: NotRequired[Literal["empty", "long", "date", "failed"]]
+    """Why nothing was searched: an empty or oversized query, a bad date, a failing store."""
+    problem_detail: NotRequired[str]
+    """The problem's particular: the query's length, the date argument, the error."""

@@ -15,6 +15,8 @@ from langgraph_topics.state.records import (
     ActivationRequest,
     AssembledContext,
     EstimateRecord,
+    MemorySearchRecord,
+    MemorySearchRequest,
     ReviewRecord,
     StoredMessage,
     ThreadBefore,
@@ -97,6 +99,11 @@ class TopicState(InputState, total=False):
     """References the responder read this turn (shown in full in its next window only)."""
     namespace_request: str | None
     """A ``read_namespace`` call of the responder, waiting for the window to show it."""
+    memory_search: MemorySearchRequest | None
+    """A ``search_memory`` call of the responder, waiting for the search node to run it."""
+    memory_searches: list[MemorySearchRecord]
+    """The responder's searches this turn and their hits (ids): the next window shows them
+    as the calls' replies (reset every turn)."""
     thread_before: ThreadBefore | None
     """Set by a context query: the thread as it was, restored when the query ends."""
     workflow: ActivePath | None

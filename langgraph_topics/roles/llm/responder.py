@@ -1,6 +1,8 @@
 """LLM responder (seed 000 §4.1 step 5, §6.2): strong model with the ``activate_topic`` tool.
 
-While its window shows stored tool results it is offered ``read_namespace`` too (seed 001 T2).
+While its window shows stored tool results it is offered ``read_namespace`` too (seed 001 T2),
+and in a chat turn of a thread with topics ``search_memory`` (issue 38 item 5): the graph
+searches the thread and the next window gives the call its reply.
 """
 
 from __future__ import annotations
@@ -11,10 +13,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool, tool
 
 from langgraph_topics.namespace.tool import READ_NAMESPACE, READ_NAMESPACE_TOOL
+from langgraph_topics.retrieval.search_request import SEARCH_MEMORY, search_request
 from langgraph_topics.roles.llm.calling import CallPolicy, ModelCaller
 from langgraph_topics.roles.llm.language import call_language
 from langgraph_topics.roles.llm.xml_reply import ReplyFormatError
@@ -40,6 +50,16 @@ def activate_topic(query: str) -> str:
 ACTIVATE_TOPIC_TOOL: BaseTool = activate_topic
 
 
+@tool(SEARCH_MEMORY)
+def search_memory(query: str, since: str = "", until: str = "") -> str:
+    """Find when something was said or decided in this chat: dated originals. Dates YYYY-MM-DD."""
+    # The schema is sent with every call of the responder: kept to the words it needs.
+    return query  # never executed: the graph searches and answers in the next window
+
+
+SEARCH_MEMORY_TOOL: BaseTool = search_memory
+
+
 def chat_messages(context: AssembledContext) -> list[BaseMessage]:
     """The main window as chat messages: the rendered system prompt, then the chat part.
 
@@ -49,7 +69,17 @@ def chat_messages(context: AssembledContext) -> list[BaseMessage]:
     chat = [_as_chat_message(message) for message in context["messages"]]
     if context.get("alternating"):  # tool results shown as text are user messages
         chat = joined_turns(chat)
-    return [SystemMessage(context["system_prompt"]), *chat]
+    return [SystemMessage(context["system_prompt"]), *chat, *search_exchanges(context)]
+
+
+def search_exchanges(context: AssembledContext) -> list[BaseMessage]:
+    """The responder's ``search_memory`` calls this turn, each followed by its reply."""
+    exchanges: list[BaseMessage] = []
+    for search in context.get("searches") or []:
+        call = ToolCall(name=SEARCH_MEMORY, args=dict(search["args"]), id=search["call_id"])
+        exchanges.append(AIMessage("", tool_calls=[call]))
+        exchanges.append(ToolMessage(search["reply"], tool_call_id=search["call_id"]))
+    return exchanges
 
 
 def _as_chat_message(message: StoredMessage) -> BaseMessage:
@@ -64,19 +94,31 @@ def _as_chat_message(message: StoredMessage) -> BaseMessage:
 
 
 def parse_reply(
-    reply: AIMessage, *, can_activate: bool, question: str, can_read: bool = False
+    reply: AIMessage,
+    *,
+    can_activate: bool,
+    question: str,
+    can_read: bool = False,
+    can_search: bool = False,
 ) -> ResponderReply:
-    """A text, an activation request (``activate_topic``) or a read (``read_namespace``).
+    """A text, or a call: ``activate_topic``, ``read_namespace`` or ``search_memory``.
 
     Raises:
         ReplyFormatError: An empty reply, or a call of a tool that was not offered.
     """
-    offered = ["activate_topic", *([READ_NAMESPACE] if can_read else [])]
+    offered = [
+        "activate_topic",
+        *([READ_NAMESPACE] if can_read else []),
+        *([SEARCH_MEMORY] if can_search else []),
+    ]
     for call in reply.tool_calls:
         if call["name"] not in offered:
             raise ReplyFormatError(
                 f"unknown tool {call['name']!r}; only {' and '.join(offered)} can be called"
             )
+        if call["name"] == SEARCH_MEMORY:
+            request = search_request(call.get("args") or {})
+            return {"text": reply.text, "activate_query": None, "search_memory": request}
         if call["name"] == READ_NAMESPACE:
             reference = str((call.get("args") or {}).get("reference") or "").strip()
             if not reference:
@@ -110,24 +152,19 @@ class LlmResponder:
     def __init__(self, model: BaseChatModel, fallback: Responder, policy: CallPolicy) -> None:
         self.policy = policy
         self.fallback = fallback
+        self.model = model
         self.plain = ModelCaller("responder", model, policy)
         self.with_tool: ModelCaller | None = None
         """The caller offering ``activate_topic`` (None: the model cannot call tools)."""
-        self.with_read: ModelCaller | None = None
-        """The caller offering ``read_namespace`` (and ``activate_topic`` with it)."""
-        self.with_both: ModelCaller | None = None
+        self._callers: dict[tuple[bool, bool, bool], ModelCaller] = {}
+        """Callers offering the other tool sets, bound when first needed."""
+        self._callers_lock = threading.Lock()
         try:
             bound = model.bind_tools([ACTIVATE_TOPIC_TOOL])
         except NotImplementedError:
             _note_no_tools(self.plain.who)
         else:
             self.with_tool = ModelCaller("responder", bound, policy)
-            self.with_read = ModelCaller(
-                "responder", model.bind_tools([READ_NAMESPACE_TOOL]), policy
-            )
-            self.with_both = ModelCaller(
-                "responder", model.bind_tools([ACTIVATE_TOPIC_TOOL, READ_NAMESPACE_TOOL]), policy
-            )
 
     @property
     def offers_tool(self) -> bool:
@@ -135,19 +172,25 @@ class LlmResponder:
         return self.with_tool is not None
 
     def respond(self, context: AssembledContext, *, can_activate: bool) -> ResponderReply:
-        """Answer, or ask for topic activation through the tool."""
+        """Answer, or ask for topic activation, a stored result or a search through a tool."""
         can_activate = can_activate and self.with_tool is not None
-        # read_namespace is offered only while the window shows references it can read, so a
-        # window without large tool results is sent exactly as before.
-        can_read = bool(context.get("namespace_refs")) and self.with_read is not None
-        caller = self._caller(can_activate, can_read)
+        # read_namespace is offered only while the window shows references it can read, and
+        # search_memory while the window allows a search (a chat turn with a round left), so
+        # a window offering neither is sent exactly as before.
+        can_read = bool(context.get("namespace_refs")) and self.with_tool is not None
+        can_search = bool(context.get("can_search")) and self.with_tool is not None
+        caller = self._caller(can_activate, can_read, can_search)
         language = call_language(self.policy.language, context["messages"])
         question = _latest_user_text(context["messages"])
         record = CallRecord("responder")
 
         def parse(reply: AIMessage) -> ResponderReply:
             return parse_reply(
-                reply, can_activate=can_activate, question=question, can_read=can_read
+                reply,
+                can_activate=can_activate,
+                question=question,
+                can_read=can_read,
+                can_search=can_search,
             )
 
         return caller.guarded(
@@ -164,14 +207,28 @@ class LlmResponder:
             fallback_on_failure=False,
         )
 
-    def _caller(self, can_activate: bool, can_read: bool) -> ModelCaller:
+    def _caller(self, can_activate: bool, can_read: bool, can_search: bool) -> ModelCaller:
         """The caller offering the tools that can be used now."""
-        chosen = {
-            (True, True): self.with_both,
-            (True, False): self.with_tool,
-            (False, True): self.with_read,
-        }.get((can_activate, can_read))
-        return chosen or self.plain
+        if not (can_activate or can_read or can_search):
+            return self.plain
+        if can_activate and not (can_read or can_search) and self.with_tool is not None:
+            return self.with_tool
+        key = (can_activate, can_read, can_search)
+        with self._callers_lock:
+            caller = self._callers.get(key)
+            if caller is None:
+                tools = [
+                    tool
+                    for tool, offered in zip(
+                        (ACTIVATE_TOPIC_TOOL, READ_NAMESPACE_TOOL, SEARCH_MEMORY_TOOL),
+                        key,
+                        strict=True,
+                    )
+                    if offered
+                ]
+                caller = ModelCaller("responder", self.model.bind_tools(tools), self.policy)
+                self._callers[key] = caller
+        return caller
 
 
 _NO_TOOLS_NOTED: set[str] = set()
