@@ -168,6 +168,9 @@ class RefinedTurnLog:
         self._lock = threading.RLock()
         self.cache: tuple[object, object] | None = None
         """What was last computed from the records, under its fingerprint (``history.view``)."""
+        self.view_state: object | None = None
+        """The units, buckets and themes of the records, as last computed or read back
+        (``history.view_cache.ViewState``): extended when records are added."""
 
     # ------------------------------------------------------------------------------ reading
 
