@@ -152,7 +152,7 @@ def history_view(stores: ThreadStores, unsplit: Sequence[StoredMessage] = ()) ->
     turns = held
     if recent:  # the unsplit exchanges extend it in memory only: they are not recorded yet
         turns = ordered_turns([*held, *recent])
-        state = advance_state(state, turns, topic_of, index)[0]
+        state = advance_state(state, turns, topic_of, index, recentre=False)[0]
     view = HistoryView(turns, state.units, state.buckets, state.themes, located)
     log.cache = (fingerprint, view)
     return view
@@ -199,8 +199,14 @@ def advance_state(
     turns: Sequence[RefinedTurn],
     topic_of: Mapping[str, str],
     index: MessageIndex,
+    *,
+    recentre: bool = True,
 ) -> tuple[ViewState, str]:
-    """``known`` brought to ``turns``: itself, extended, or (not a prefix of them) remade."""
+    """``known`` brought to ``turns``: itself, extended, or (not a prefix of them) remade.
+
+    ``recentre=False``: extended however much the turns grew (the unsplit exchanges, whose
+    units live as long as the question).
+    """
     signatures = [
         turn_signature(r["key"], topic_of.get(r["key"], ""), len(r["ids"]), r.get("time"))
         for r in turns
@@ -208,7 +214,7 @@ def advance_state(
     if known is not None and known.signatures == signatures:
         return known, SAME
     how = _extension(known, signatures, turns, index)
-    if how == EXTENDED:
+    if how == EXTENDED or (how == GROWN and not recentre):
         assert known is not None
         return extend_state(known, turns, signatures, topic_of, index), EXTENDED
     return build_state(turns, signatures, topic_of, index), how

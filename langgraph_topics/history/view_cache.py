@@ -87,10 +87,14 @@ def signatures_digest(signatures: Sequence[str]) -> str:
 
 
 def vector_probe(vector: npt.NDArray[np.float32] | None) -> str:
-    """The digest of one indexed vector (empty: none)."""
+    """The digest of one indexed vector (empty: none).
+
+    Taken at half precision, as the index stores it: a process that has just embedded the
+    message may still hold its full-precision vector.
+    """
     if vector is None:
         return ""
-    return hashlib.sha1(np.asarray(vector, dtype=np.float32).tobytes()).hexdigest()[:16]
+    return hashlib.sha1(np.asarray(vector, dtype=np.float16).tobytes()).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------- writing
