@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 VIEW_CACHE_FILE = "view.cache"
 """The view's file, in the history folder (``refined_turns.HISTORY_DIR``)."""
 FORMAT = 1
-"""Raised whenever what is stored changes meaning: an older file is then computed again."""
+"""Raised whenever what is stored changes meaning, or how the units, buckets or themes are
+computed from the refined turns: an older file is then computed again, not served."""
 
 
 class DamagedViewCache(ValueError):
