@@ -81,7 +81,7 @@ def refine_exchange(
     said = [(m, t) for m, t in zip(messages, texts, strict=True) if m["role"] in _SPOKEN]
     spoken = [t for _, t in said]  # tool results are material, not what was talked about
     weights = [_USER_WEIGHT if m["role"] == "user" else 1.0 for m, _ in said]
-    speakers = _speakers(messages) | set(speakers)
+    speakers = speakers_of(messages) | set(speakers)
     keywords = [
         w
         for w in ranked_keywords(spoken, KEYWORDS_PER_TURN + 2, weights)
@@ -103,7 +103,7 @@ def refine_exchange(
     }
 
 
-def _speakers(messages: Sequence[StoredMessage]) -> set[str]:
+def speakers_of(messages: Sequence[StoredMessage]) -> set[str]:
     """The speakers' names and their parts, lower-cased (``Melanie``, ``孙悦``)."""
     found: set[str] = set()
     for message in messages:
@@ -258,7 +258,7 @@ class RefinedTurnLog:
             if not fresh:
                 return 0
             topic_of = {m["id"]: t for m, t in fresh}
-            speakers = _speakers([m for m, _ in fresh])
+            speakers = speakers_of([m for m, _ in fresh])
             made = [
                 refine_exchange(exchange, topic_of[exchange[0]["id"]], speakers)
                 for exchange in exchanges([m for m, _ in fresh])

@@ -32,6 +32,7 @@ from langgraph_topics.history.refined_turns import (
     RefinedTurnLog,
     exchanges,
     refine_exchange,
+    speakers_of,
 )
 from langgraph_topics.history.themes import Theme, find_themes
 from langgraph_topics.history.units import (
@@ -143,7 +144,8 @@ def history_view(stores: ThreadStores, unsplit: Sequence[StoredMessage] = ()) ->
         return view
     # The log serves every branch of the thread: this one reads the exchanges it holds.
     held = ordered_turns([r for r in log.records() if any(i in located for i in r["ids"])])
-    recent = [refine_exchange(exchange, "") for exchange in exchanges(pending)]
+    speakers = speakers_of(pending)
+    recent = [refine_exchange(exchange, "", speakers) for exchange in exchanges(pending)]
     topic_of = {
         record["key"]: located.get(record["key"], record.get("topic", ""))
         for record in [*held, *recent]
