@@ -9,6 +9,7 @@ from pathlib import Path
 
 from langgraph_topics.errors import InputError
 from langgraph_topics.history.refined_turns import RefinedTurnLog
+from langgraph_topics.history.view_cache import VIEW_CACHE_FILE, view_cache_damage
 from langgraph_topics.state.records import AssembledContext, TopicResult
 from langgraph_topics.stores.checkpointed_mark import MARK_FILE
 from langgraph_topics.stores.protocols import ReviewableTopicStore, TopicStore
@@ -186,6 +187,15 @@ def check_refined_turns(
     if log.torn:
         report.note(f"{where}: torn last line (a write cut short by a crash; cut on next append)")
     report.counts.update(refined_turns=len(records))
+    if log.root is not None:
+        check_view_cache(report, log.root / VIEW_CACHE_FILE)
+
+
+def check_view_cache(report: CheckReport, path: Path) -> None:
+    """A damaged view cache is a note: derived data, made again from the refined turns."""
+    damage = view_cache_damage(path)
+    if damage is not None:
+        report.note(f"{path}: {damage} (derived data, rebuilt from the refined turns when asked)")
 
 
 def check_context(

@@ -10,9 +10,10 @@ A write point is every call of
 * ``langgraph_topics.stores.durable.fsync_directory``,
 * ``langgraph_topics.stores.durable.replace_durably`` of a topic file's catalog (a cache the
   store rewrites after appends; here after every :data:`CATALOG_REFRESH_BYTES`, so that the
-  scenarios write some) and of the decoded copies of topic files and of the index's entries
+  scenarios write some), of the decoded copies of topic files and of the index's entries
   (``decoded_copies``: saved after appends and by reads that find them outgrown; here from
-  :data:`DECODED_REFRESH_BYTES` on),
+  :data:`DECODED_REFRESH_BYTES` on) and of the history layer's view (``history/view.cache``,
+  written by ``themes``),
 * ``ChromaTopicIndex.upsert`` and ``ChromaTopicIndex.set_status`` (the topic index),
 * ``SqliteSaver.put`` and ``SqliteSaver.put_writes`` (the checkpointer).
 
@@ -257,6 +258,7 @@ def install(injector: Injector) -> None:
     """Wrap every write point of the package (in this process only)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    from langgraph_topics.history.view_cache import VIEW_CACHE_FILE
     from langgraph_topics.stores import decoded_copies, durable
     from langgraph_topics.stores.decoded_copies import DECODED_SUFFIX
     from langgraph_topics.stores.topic_catalog import CATALOG_SUFFIX
@@ -283,6 +285,7 @@ def install(injector: Injector) -> None:
     replaced_kinds = {
         CATALOG_SUFFIX: "replace:topic-catalog",
         DECODED_SUFFIX: "replace:decoded-copy",
+        Path(VIEW_CACHE_FILE).suffix: "replace:history-view",
     }
 
     def replace_durably(path: Path, data: bytes, **options: Any) -> None:
@@ -374,13 +377,22 @@ def run_import(memory: Any, log: EventLog) -> None:
         log.write(confirmed=ids)
 
 
+HISTORY_AFTER_TURNS = (4, 8)
+"""After these chat turns the user reviews the thread and lists its themes: the review records
+the refined turns of the exchanges split since (``history/refined.jsonl``), ``themes`` writes
+the view (``history/view.cache``), the second time by extending the first."""
+
+
 def run_chat(memory: Any, log: EventLog) -> None:
     """Chat turn after turn (the input ids are chosen here, the replies' by the responder)."""
-    for turn in chat_turns():
+    for number, turn in enumerate(chat_turns(), start=1):
         ids = [str(m.id) for m in turn]
         log.write(sent=ids)
         result = memory.run_turn(THREAD, {"messages": turn, "mode": "chat"})
         log.write(confirmed=[*ids, str(result["messages"][-1].id)])
+        if number in HISTORY_AFTER_TURNS:
+            memory.review(THREAD)
+            memory.themes(THREAD)
 
 
 RUNS: dict[str, Callable[[Any, EventLog], None]] = {"import": run_import, "chat": run_chat}
@@ -421,6 +433,8 @@ def recover(scenario: str, data_dir: Path, log: EventLog) -> dict[str, Any]:
         result["recovery_reply"] = str(state["messages"][-1].id)
         log.write(confirmed=[RECOVERY_USER_ID, result["recovery_reply"]], recovery=True)
         result["events"] = [e["kind"] for e in state.get("events", [])]
+        # The history layer reads back (or makes again) what the kill left of it.
+        result["themes"] = [t["theme"] for t in memory.themes(THREAD)]
         result["check_after"] = _report(memory.check(THREAD))
         transcript = memory.transcript(THREAD)
         result["transcript"] = [tool_shape(m) for m in transcript]
@@ -439,6 +453,11 @@ def recover(scenario: str, data_dir: Path, log: EventLog) -> dict[str, Any]:
         positions = getattr(stores.message_index, "position", None)
         if positions is not None:
             result["split_not_in_retrieval_index"] = sorted(split - set(positions))
+        refined = stores.refined_turns
+        if refined is not None:
+            recorded = [i for record in refined.records() for i in record["ids"]]
+            result["refined_ids"] = recorded
+            result["split_ids"] = sorted(split)
         window = memory.context(THREAD, "What did the search find about the ryokan?")["context"]
         result["window"] = {
             "messages": [tool_shape(m) for m in window["messages"]],
@@ -536,6 +555,15 @@ KILL_PLAN: dict[str, dict[str, Any]] = {
             ("append:topic-subtopics", 1, "torn"),
             ("append:topic-subtopics", 1, "after"),
             ("append:retrieval-rekeyed.jsonl", 1, "torn"),
+            # The history layer: the review's refined turns, then the view ``themes`` writes
+            # (the second time extended from the first).
+            ("append:refined.jsonl", 1, "before"),
+            ("append:refined.jsonl", 1, "torn"),
+            ("append:refined.jsonl", 1, "after"),
+            ("append:refined.jsonl", 2, "torn"),
+            ("replace:history-view", 1, "before"),
+            ("replace:history-view", 1, "after"),
+            ("replace:history-view", 2, "before"),
         ],
         "spread": 1,
     },

@@ -352,3 +352,26 @@ def test_search_bench_on_questions_finds_evidence_as_often_as_bm25(
     assert row["conversation"] == "conv-26" and row["questions"] > 10
     assert dev["search_top10"] >= dev["bm25_top10"] > 0
     assert dev["median_ms"] > 0
+
+
+def test_history_cost_bench_compares_the_import_with_the_layer_off_and_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["bench", "history-cost", str(CONV_26), "--messages", "60", "--repeats", "2"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "import of LoCoMo conv-26 (60 messages" in printed and "1.5× ceiling" in printed
+    report = json.loads((tmp_path / "history-cost.json").read_text("utf-8"))
+    off, on = report["runs"]["off"], report["runs"]["on"]
+    assert len(off) == len(on) == 2
+    assert all(r["history_s"] == 0 and r["themes"] == 0 for r in off)
+    assert all(r["history_s"] > 0 and r["themes"] > 0 for r in on)
+    assert all(r["total_s"] >= r["import_s"] > 0 for r in off + on)
+    medians = [row["total_s"] for row in report["rows"]]
+    assert report["ratio"] == pytest.approx(medians[1] / medians[0], rel=0.02)
+    assert report["within_target"] == (report["ratio"] <= 1.5)
+    assert report["cpu_ratio"] > 0 and "CPU time" in printed
+    with pytest.raises(SystemExit, match="no conversation conv-99"):
+        main(["bench", "history-cost", str(CONV_26), "--conversation", "conv-99"])
+    with pytest.raises(SystemExit, match="no such data file"):
+        main(["bench", "history-cost", str(tmp_path / "missing.json")])

@@ -198,6 +198,8 @@ EXPECTED_KINDS = {
 }
 DIVISION_KINDS = {"append:topic-subtopics", "append:retrieval-rekeyed.jsonl"}
 """The writes of a division into subtopics, which the import scenario makes."""
+HISTORY_KINDS = {"append:refined.jsonl", "replace:history-view"}
+"""The history layer's writes (refined turns, the view), which the chat scenario makes."""
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -209,6 +211,9 @@ def test_every_kind_of_write_point_is_found_and_killed(campaign: Campaign, scena
     assert EXPECTED_KINDS <= set(kinds), Counter(kinds)
     if scenario == "import":
         assert DIVISION_KINDS <= set(kinds), Counter(kinds)
+    else:
+        assert HISTORY_KINDS <= set(kinds), Counter(kinds)
+        assert Counter(kinds)["replace:history-view"] >= 2  # made, then extended
     assert Counter(kinds)["append:topic-topic"] >= 1 and len(kinds) > 20
     problems = []
     for run in campaign.kills(scenario):
@@ -227,9 +232,10 @@ def test_every_kind_of_write_point_is_found_and_killed(campaign: Campaign, scena
 
 def test_the_kills_cover_every_kind_of_write_point(campaign: Campaign) -> None:
     kills = [run.kill for scenario in SCENARIOS for run in campaign.kills(scenario) if run.kill]
-    assert EXPECTED_KINDS | DIVISION_KINDS <= {kill["kind"] for kill in kills}
+    assert EXPECTED_KINDS | DIVISION_KINDS | HISTORY_KINDS <= {kill["kind"] for kill in kills}
     torn = {kill["kind"] for kill in kills if kill["variant"] == "torn"}
     assert {"append:topic-topic", "append:topic-message", "append:topic-brief"} <= torn
+    assert "append:refined.jsonl" in torn
     assert any(kill["variant"] == "after" for kill in kills)
     assert len(kills) >= 20
 
@@ -324,6 +330,8 @@ _LOSS = [
         r"^invariant [23]:",
         r"^no message twice",
         r"^budget:",
+        r"refined turns' ids are held nowhere",
+        r"are in two refined turns",
     )
 ]
 _OLD_COUNT = re.compile(r"(\d+) messages were added but (\d+) are held")
@@ -501,3 +509,42 @@ def test_processes_starting_on_a_new_data_dir_at_once_all_succeed(campaign: Camp
     }
     assert not failed, failed
     assert len(run["statuses"]) == fault_points.FRESH_ATTEMPTS
+
+
+# ------------------------------------------------------------------ the history layer
+
+
+def test_after_a_kill_the_history_layer_loses_nothing_and_points_nowhere(
+    campaign: Campaign,
+) -> None:
+    """Killed while refined turns or the view were written, then reopened and asked again.
+
+    ``themes`` answers (a torn or missing view is made again), every split message is in one
+    refined turn (a torn append's exchanges are recorded again), no refined turn points at a
+    message the thread does not hold (``check`` after the extra turn, asserted above, fails on
+    one), and the view left on disk reads back whole.
+    """
+    from langgraph_topics.history.view_cache import read_view_state
+
+    problems: list[str] = []
+    killed_in_history = 0
+    for run in _every_run(campaign, "chat"):
+        recovery = _recovered(run)
+        killed_in_history += bool(run.kill and run.kill["kind"] in HISTORY_KINDS)
+        recorded = recovery["refined_ids"]
+        twice = sorted(i for i, n in Counter(recorded).items() if n > 1)
+        unrecorded = sorted(set(recovery["split_ids"]) - set(recorded))
+        if twice:
+            problems.append(f"{run.name}: messages in two refined turns: {twice}")
+        if unrecorded:
+            problems.append(f"{run.name}: split but in no refined turn: {unrecorded}")
+        nowhere = sorted(set(recorded) - {m["id"] for m in recovery["transcript"]})
+        if nowhere:
+            problems.append(f"{run.name}: refined turns of messages held nowhere: {nowhere}")
+        for cache in (run.dir / "data" / "threads").glob("*/history/view.cache"):
+            try:
+                read_view_state(cache)
+            except ValueError as error:
+                problems.append(f"{run.name}: the view left after recovery: {error}")
+    assert not problems, _report(problems)
+    assert killed_in_history >= 5

@@ -15,11 +15,14 @@ from langgraph_topics.datasets.locomo import conversation_messages
 from langgraph_topics.errors import InputError
 from langgraph_topics.history.refined_turns import HISTORY_DIR, REFINED_FILE, RefinedTurnLog
 from langgraph_topics.history.states import state_signals
+from langgraph_topics.history.terms import names_a_thing
 from langgraph_topics.services import thread_directory
+from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.viz.theme_timeline import theme_timeline_mermaid
 
 THREAD = "db"
 MEMORYBANK = Path(__file__).parent.parent / "benchmarks" / "data" / "memorybank-cn"
+LOCOMO = Path(__file__).parent / "data" / "locomo"
 
 
 def _settings(root: Path) -> Settings:
@@ -57,7 +60,7 @@ def test_trace_gives_the_three_states_in_time_order_with_their_messages(
         ["d009", "d010"],
         ["d015", "d016"],
     ]
-    times = [s["time"] for s in trace["states"]]
+    times = [s["time"] or "" for s in trace["states"]]
     assert times == sorted(times) and times[0] == "2024-03-01T10:00:00"
     assert all(s["message_id"] in s["message_ids"] for s in trace["states"])
     assert "Let's switch to SQLite" in trace["states"][1]["quote"]["text"]
@@ -91,7 +94,7 @@ def test_themes_lists_the_recurring_subjects(memory: TopicMemory) -> None:
     themes = {t["theme"]: t for t in memory.themes(THREAD)}
     assert {"Postgres", "sourdough"} <= set(themes)
     database = themes["Postgres"]
-    assert database["first"] == "2024-03-01T10:00:00" and database["last"] >= "2024-03-20"
+    assert database["first"] == "2024-03-01T10:00:00" and (database["last"] or "") >= "2024-03-20"
     assert database["states"] == 3 and database["current"] == "Postgres"
     assert "SQLite" in database["keywords"]
     with pytest.raises(InputError, match="no thread 'nobody'"):
@@ -267,3 +270,65 @@ def test_records_a_crash_left_before_the_checkpoint_are_not_doubled(tmp_path: Pa
         "SQLite",
         "Postgres",
     ]
+
+
+@pytest.mark.parametrize(
+    ("word", "names"),
+    [
+        ("Postgres", True),
+        ("LGBTQ", True),
+        ("pottery", True),
+        ("camping", True),
+        ("健身", True),
+        ("beautiful", False),
+        ("artistic", False),
+        ("learned", False),
+        ("recommendations", False),
+        ("shares", False),
+        ("启发", False),
+    ],
+)
+def test_a_theme_is_named_by_a_noun_or_a_name(word: str, names: bool) -> None:
+    assert names_a_thing(word) is names
+
+
+def test_casual_chat_themes_are_named_by_what_it_is_about(tmp_path: Path) -> None:
+    """LoCoMo's first sessions: no adjective, photo marker or speaker's nickname names a theme."""
+    sample = json.loads((LOCOMO / "conv-26.json").read_text("utf-8"))
+    messages, speaker_a, speaker_b = conversation_messages(
+        sample[0] if isinstance(sample, list) else sample
+    )
+    with TopicMemory(settings=Settings(data_dir=tmp_path / "data", budget_tokens=2000)) as memory:
+        memory.import_messages("locomo", messages[:200])
+        names = [t["theme"] for t in memory.themes("locomo")]
+    assert names and all(names_a_thing(name) for name in names), names
+    speakers = {speaker_a.lower(), speaker_b.lower()}
+    assert not [n for n in names if any(s.startswith(n.lower()) for s in speakers)], names
+    assert "shares" not in names
+
+
+def test_a_speakers_nickname_is_no_keyword_where_only_the_other_speaks() -> None:
+    said: list[StoredMessage] = [
+        {
+            "id": "c1",
+            "role": "user",
+            "content": "Hey Mel! I went to the adoption agency.",
+            "name": "Caroline",
+        },
+        {
+            "id": "c2",
+            "role": "assistant",
+            "content": "Wow, Caroline, tell me more!",
+            "name": "Melanie",
+        },
+        {
+            "id": "c3",
+            "role": "user",
+            "content": "Mel, the adoption agency called back today.",
+            "name": "Caroline",
+        },
+    ]
+    log = RefinedTurnLog(None)
+    assert log.add(said, ["t1"] * len(said)) == 2
+    keywords = {w.lower() for record in log.records() for w in record["keywords"]}
+    assert "adoption" in keywords and "mel" not in keywords and "caroline" not in keywords

@@ -1,4 +1,4 @@
-"""The ``bench`` subcommands: recall, overhead, search, fanout, topics, load, cost, soak."""
+"""The ``bench`` subcommands (recall, overhead, search, fanout, topics, load, cost, soak…)."""
 
 from __future__ import annotations
 
@@ -258,6 +258,21 @@ def add_bench_parser(commands: Any) -> None:
     )
     _shared(soak)
 
+    history_cost = kinds.add_parser(
+        "history-cost",
+        help="one LoCoMo conversation imported with the history layer off and on (issue 38)",
+    )
+    history_cost.add_argument("data", type=Path, help="LoCoMo-format JSON file")
+    history_cost.add_argument(
+        "--conversation", default=None, help="its sample id (default: the file's first)"
+    )
+    history_cost.add_argument(
+        "--messages", type=int, default=None, help="import only its first N messages"
+    )
+    history_cost.add_argument("--repeats", type=int, default=3, help="runs of each (default 3)")
+    history_cost.add_argument("--budget", type=int, default=4000, help="the memory's budget")
+    _shared(history_cost)
+
 
 def _sizes(text: str) -> list[int]:
     from langgraph_topics.bench.cost import parse_size
@@ -362,6 +377,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return _cost(args)
     if args.bench == "soak":
         return _soak(args)
+    if args.bench == "history-cost":
+        return _history_cost(args)
     from langgraph_topics.bench.fanout import fanout_table, run_fanout
 
     report = run_fanout(
@@ -369,6 +386,22 @@ def run_bench(args: argparse.Namespace) -> int:
     )
     path = _write(args.out, "fanout.json", report)
     _emit(args, report, fanout_table(report))
+    _stderr(f"wrote {path}")
+    return 0
+
+
+def _history_cost(args: argparse.Namespace) -> int:
+    from langgraph_topics.bench.history_cost import history_cost_table, run_history_cost
+
+    if not args.data.is_file():
+        raise SystemExit(f"no such data file: {args.data}")
+    if args.repeats <= 0 or (args.messages is not None and args.messages <= 0):
+        raise SystemExit("--repeats and --messages must be positive")
+    report = run_history_cost(
+        args.data, args.conversation, args.messages, args.repeats, args.budget, _stderr
+    )
+    path = _write(args.out, "history-cost.json", report)
+    _emit(args, report, history_cost_table(report))
     _stderr(f"wrote {path}")
     return 0
 

@@ -276,6 +276,15 @@ examples:
 Turn latency against the number of active topics, each topic window a fake that sleeps --delay
 seconds: shows whether the windows run in parallel.
 """,
+    f"{PROG} bench history-cost": """
+examples:
+  langgraph-topics bench history-cost tests/data/locomo/conv-26.json --messages 120 --repeats 1
+  nice langgraph-topics bench history-cost locomo10.json --conversation conv-26 --repeats 3
+
+One LoCoMo conversation imported with the history layer off (the import alone) and on (the
+import, then themes: refined turns recorded, units, buckets and themes computed and kept on
+disk), the runs alternating; prints the medians and their ratio (issue 38: at most 1.5).
+""",
     f"{PROG} review": """
 examples:
   langgraph-topics review --thread bob                   # on the thread's own clock

@@ -69,13 +69,19 @@ class RefinedTurn(TypedDict):
     states: list[StateSignal]
 
 
-def refine_exchange(messages: Sequence[StoredMessage], topic_id: str) -> RefinedTurn:
-    """The record of one exchange (a user message and its replies)."""
+def refine_exchange(
+    messages: Sequence[StoredMessage], topic_id: str, speakers: Iterable[str] = ()
+) -> RefinedTurn:
+    """The record of one exchange (a user message and its replies).
+
+    ``speakers``: the names of the other speakers of the run it was split with (lower-cased):
+    an exchange that holds one speaker's line alone still leaves the other's name out.
+    """
     texts = [message_text(m) for m in messages]
     said = [(m, t) for m, t in zip(messages, texts, strict=True) if m["role"] in _SPOKEN]
     spoken = [t for _, t in said]  # tool results are material, not what was talked about
     weights = [_USER_WEIGHT if m["role"] == "user" else 1.0 for m, _ in said]
-    speakers = _speakers(messages)
+    speakers = speakers_of(messages) | set(speakers)
     keywords = [
         w
         for w in ranked_keywords(spoken, KEYWORDS_PER_TURN + 2, weights)
@@ -97,7 +103,7 @@ def refine_exchange(messages: Sequence[StoredMessage], topic_id: str) -> Refined
     }
 
 
-def _speakers(messages: Sequence[StoredMessage]) -> set[str]:
+def speakers_of(messages: Sequence[StoredMessage]) -> set[str]:
     """The speakers' names and their parts, lower-cased (``Melanie``, ``孙悦``)."""
     found: set[str] = set()
     for message in messages:
@@ -168,6 +174,9 @@ class RefinedTurnLog:
         self._lock = threading.RLock()
         self.cache: tuple[object, object] | None = None
         """What was last computed from the records, under its fingerprint (``history.view``)."""
+        self.view_state: object | None = None
+        """The units, buckets and themes of the records, as last computed or read back
+        (``history.view_cache.ViewState``): extended when records are added."""
 
     # ------------------------------------------------------------------------------ reading
 
@@ -249,8 +258,9 @@ class RefinedTurnLog:
             if not fresh:
                 return 0
             topic_of = {m["id"]: t for m, t in fresh}
+            speakers = speakers_of([m for m, _ in fresh])
             made = [
-                refine_exchange(exchange, topic_of[exchange[0]["id"]])
+                refine_exchange(exchange, topic_of[exchange[0]["id"]], speakers)
                 for exchange in exchanges([m for m, _ in fresh])
             ]
             self._append(made)

@@ -45,6 +45,23 @@ _EXTRA_STOPS = frozenset(
 )
 """Words that never name a subject here besides the stop words and small talk (vocatives such
 as 朋友 in "你好，朋友", feelings such as 感觉)."""
+_NOT_NAMING = frozenset(
+    """
+    share shares shared sharing photo-sharing recommend recommends recommendation
+    recommendations suggest suggests suggestion suggestions advice tip tips inspire inspires
+    inspiring inspiration motivate motivates motivation encourage encouraging encouragement
+    broaden horizons consult ask asks saw seen heard hear love loves free super best fave
+    blast awesome amazing great nice cool interesting reminder remind plans plan thing things
+    stuff experience experiences together fam bro buddy dude guys folks
+    启发 启示 视野 有所 地方 体验 带给 方面 收获 建议 帮助 分享
+    """.split()
+)
+"""Words that recur across a casual chat without naming what it is about: the reply's advice
+and encouragement (recommendations, inspire, 启发, 视野), evaluations (awesome, best), the
+dataset's photo marker ("[shares a photo: …]"), vocatives (fam, buddy). They may be a theme's
+keyword, never its name."""
+_NOT_NAMING_ENDINGS = ("ful", "ous", "less", "able", "ible", "istic", "ical")
+"""Endings of English adjectives (beautiful, artistic): they qualify a subject, name none."""
 _POSSESSIVE = re.compile(r"['’]s$", re.I)
 _SENTENCE_START = re.compile(r"(?:^|[.!?。！？]\s*)([A-Z][a-z]+)")
 
@@ -94,6 +111,29 @@ def naming_words(run: str) -> tuple[str, ...]:
             or (pair.flag == "v" and specificity(pair.word) >= _RARE_VERB)
         )
     )
+
+
+def names_a_thing(word: str) -> bool:
+    """Whether a keyword can name a theme: a noun or a name, as a person would title it.
+
+    Without a part-of-speech model for English, by its form: a word written with capitals
+    (``LGBTQ``, ``Postgres``) names one; an adjective's ending (``-ful``, ``-ous``…), a past
+    participle (``learned``, ``inspired``) or an adverb (``-ly``) does not, nor the words a
+    chat says about everything (``_NOT_NAMING``). Chinese keywords are nouns and activities
+    already (``naming_words``), less the advice the replies repeat (启发, 视野).
+    """
+    if word in _NOT_NAMING:
+        return False
+    if is_cjk(word[:1]):
+        return True
+    if any(c.isupper() for c in word[1:]) or word.isupper():
+        return True
+    lowered = word.lower()
+    if lowered in _NOT_NAMING:
+        return False
+    if len(lowered) >= 6 and lowered.endswith(("ed", "ly")):
+        return False
+    return not (len(lowered) >= 7 and lowered.endswith(_NOT_NAMING_ENDINGS))
 
 
 def _content(word: str) -> bool:

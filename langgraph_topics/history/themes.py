@@ -6,7 +6,8 @@ vocative, names no subject). A Chinese word holding a shorter theme word is fold
 (健身房, 健身计划 → 健身); keywords that recur in largely the same units are one theme
 (``CO_OCCURRENCE``): "Postgres" and "inventory" discussed together are one concept, named by
 the keyword that says most. A theme's units are those using any of its keywords; its name is
-its best keyword as people wrote it.
+its best keyword as people wrote it, a noun or a name before a word that only qualifies
+one (``terms.names_a_thing``); a theme none of whose keywords names a thing is none.
 
 Computed natively from the refined turns; a model, when one is used, only phrases from this
 material (the seed's "LLM only phrases").
@@ -19,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from langgraph_topics.history.terms import names_a_thing
 from langgraph_topics.history.units import Unit, unit_weight
 
 CO_OCCURRENCE = 0.5
@@ -90,7 +92,11 @@ def find_themes(units: Sequence[Unit]) -> list[Theme]:
     for unit in units:
         for key, count in unit.counts.items():
             overall[key] = overall.get(key, 0) + count
-    themes = [_theme(keys, units, using, total, overall) for keys in groups.values()]
+    themes = [
+        _theme(keys, units, using, total, overall)
+        for keys in groups.values()
+        if any(names_a_thing(_form(units, using[k], k)) for k in keys)
+    ]
     return sorted(themes, key=lambda t: (-t.weight, t.name))
 
 
@@ -134,10 +140,18 @@ def _theme(
     # thread that fall in the theme's units (射击, all in them, before 尝试, said everywhere).
     inside = {k: sum(units[p].counts.get(k, 0) for p in members) for k in keys}
     strength = {k: sum(units[p].strength.get(k, 0.0) for p in members) for k in keys}
+    written = {k: _form(units, using[k], k) for k in keys}
+    # A noun or a name before a word that only qualifies one (a theme keeps both as keywords).
     ranked = sorted(
-        keys, key=lambda k: (-round(inside[k] / max(1, overall.get(k, 0)), 2), -strength[k], k)
+        keys,
+        key=lambda k: (
+            not names_a_thing(written[k]),
+            -round(inside[k] / max(1, overall.get(k, 0)), 2),
+            -strength[k],
+            k,
+        ),
     )
-    forms = [_form(units, using[k], k) for k in ranked]
+    forms = [written[k] for k in ranked]
     ordered = sorted(members, key=lambda p: (units[p].start or "", p))
     digest = hashlib.sha1(ranked[0].encode("utf-8")).hexdigest()[:8]
     return Theme(

@@ -18,6 +18,7 @@ name (themes do, ``history.themes``).
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections import Counter
@@ -99,26 +100,26 @@ def _seconds(stamp: str | None) -> float | None:
 
 
 def exchange_vectors(
-    turns: Sequence[RefinedTurn], stored: Mapping[str, npt.NDArray[np.float32]]
+    turns: Sequence[RefinedTurn],
+    stored: Mapping[str, npt.NDArray[np.float32]],
+    centre: Vector | None = None,
 ) -> list[Vector | None]:
     """Each exchange's direction: the mean of its messages' indexed vectors, centred, normalised.
 
     Centred on the thread's mean exchange: every exchange of a chat shares a "chat" direction
     (greetings, the speakers' names, the thread's language), which left in made every two
     exchanges look alike (LoCoMo's casual sessions: one bucket for all). What is left is what
-    tells an exchange apart from the rest of its thread.
+    tells an exchange apart from the rest of its thread. ``centre`` (``exchange_centre``)
+    centres on the mean of other exchanges: the thread's when the units were first made.
     """
-    means: list[npt.NDArray[np.float32] | None] = []
-    for record in turns:
-        rows = [stored[i] for i in record["ids"] if i in stored]
-        means.append(np.mean(np.asarray(rows, dtype=np.float32), axis=0) if rows else None)
-    present = [m for m in means if m is not None]
-    if not present:
+    means = _exchange_means(turns, stored)
+    if centre is None:
+        centre = _centre_of(means)
+    if centre is None:
         return [None] * len(turns)
-    centre = np.mean(np.asarray(present), axis=0) if len(present) > 1 else 0.0
     vectors: list[Vector | None] = []
     for mean in means:
-        if mean is None:
+        if mean is None or mean.shape != centre.shape:
             vectors.append(None)
             continue
         shifted = mean - centre
@@ -127,19 +128,84 @@ def exchange_vectors(
     return vectors
 
 
+def exchange_centre(
+    turns: Sequence[RefinedTurn], stored: Mapping[str, npt.NDArray[np.float32]]
+) -> Vector | None:
+    """The thread's mean exchange, which ``exchange_vectors`` centres on (None: no vectors)."""
+    return _centre_of(_exchange_means(turns, stored))
+
+
+def _exchange_means(
+    turns: Sequence[RefinedTurn], stored: Mapping[str, npt.NDArray[np.float32]]
+) -> list[Vector | None]:
+    means: list[Vector | None] = []
+    for record in turns:
+        rows = [stored[i] for i in record["ids"] if i in stored]
+        means.append(np.mean(np.asarray(rows, dtype=np.float32), axis=0) if rows else None)
+    return means
+
+
+def _centre_of(means: Sequence[Vector | None]) -> Vector | None:
+    present = [m for m in means if m is not None]
+    if not present:
+        return None
+    if len(present) == 1:  # one exchange: nothing to tell it apart from
+        return np.zeros_like(present[0])
+    return np.asarray(np.mean(np.asarray(present), axis=0), dtype=np.float32)
+
+
 def make_units(
     turns: Sequence[RefinedTurn],
     vectors: Sequence[Vector | None],
     topic_of: Mapping[str, str],
 ) -> list[Unit]:
     """Group ordered refined turns into units (see the module's docstring)."""
-    units: list[Unit] = []
+    return extend_units([], turns, vectors, topic_of)
+
+
+def extend_units(
+    made: Sequence[Unit],
+    turns: Sequence[RefinedTurn],
+    vectors: Sequence[Vector | None],
+    topic_of: Mapping[str, str],
+) -> list[Unit]:
+    """The units of ``turns``, given ``made``: the units of the first of them, unchanged.
+
+    The exchanges added at the end join the last unit or open new ones, as a grouping of all
+    of them would: the last unit is made again from its first exchange (it opened a unit then
+    and opens one now; the ones after it are judged against the same unit, the same last
+    exchange and the same recent keywords), the others are kept. ``made`` is not changed;
+    ``vectors`` is read from the last unit's first exchange on (earlier ones may be None).
+    Headlines are computed again for all units: a keyword's rarity is the whole thread's.
+    """
+    kept = [copy.copy(unit) for unit in made[:-1]]
+    first = made[-1].turns[0] if made else 0
+    units = _group(turns, vectors, topic_of, kept, first)
+    _headlines(units)
+    return units
+
+
+def _group(
+    turns: Sequence[RefinedTurn],
+    vectors: Sequence[Vector | None],
+    topic_of: Mapping[str, str],
+    units: list[Unit],
+    first: int,
+) -> list[Unit]:
+    """Group ``turns[first:]`` into units appended to ``units`` (one is opened at ``first``)."""
+    opened = len(units)
     current: Unit | None = None
-    last_time: float | None = None
-    last_vector: Vector | None = None
+    # An undated exchange, or one the index has no vector for, is judged by the last before it
+    # that has them: seeded from before ``first`` as the grouping of all of them had it.
+    last_time = next(
+        (s for s in (_seconds(t.get("time")) for t in reversed(turns[:first])) if s is not None),
+        None,
+    )
+    last_vector = next((v for v in reversed(vectors[:first]) if v is not None), None)
     last_topic: str | None = None
     recent_keys: list[set[str]] = []
-    for place, record in enumerate(turns):
+    for place in range(first, len(turns)):
+        record = turns[place]
         keys = {key_of(word): word for word in record.get("keywords", [])}
         topic = topic_of.get(record["key"], record.get("topic", ""))
         seconds = _seconds(record.get("time"))
@@ -163,9 +229,8 @@ def make_units(
         last_time = seconds if seconds is not None else last_time
         last_vector = vector if vector is not None else last_vector
         last_topic = topic
-    for unit in units:
+    for unit in units[opened:]:
         _finish(unit, turns)
-    _headlines(units)
     return units
 
 
@@ -239,28 +304,62 @@ def make_buckets(units: Sequence[Unit]) -> list[list[int]]:
     A unit joins the bucket whose centre (its members' summed directions) is nearest, when
     close enough, or whose founder is headed by one of its two best keywords.
     """
-    buckets: list[list[int]] = []
-    dimension = next((len(u.vector) for u in units if u.vector is not None), 0)
-    sums = np.zeros((max(1, len(units)), dimension), dtype=np.float32)
+    return extend_buckets(units, [], None, 0)[0]
+
+
+def extend_buckets(
+    units: Sequence[Unit],
+    buckets: Sequence[Sequence[int]],
+    sums: npt.NDArray[np.float32] | None,
+    start: int,
+) -> tuple[list[list[int]], npt.NDArray[np.float32]]:
+    """Put ``units[start:]`` into ``buckets`` (those of ``units[:start]``, with their ``sums``).
+
+    ``sums``: each bucket's members' summed directions (None: no bucket yet). Only the new
+    units need their ``vector``. The founders' heads are their headlines now, as in a sorting
+    of all of them; the units sorted before keep their buckets.
+
+    Returns:
+        The buckets, and their sums before the last unit joined (what the next extension,
+        which makes the last unit again, starts from).
+    """
+    grown = [list(members) for members in buckets]
+    if sums is not None and sums.shape[0] >= len(grown):
+        dimension = sums.shape[1]
+    else:
+        dimension = next((len(u.vector) for u in units[start:] if u.vector is not None), 0)
+        sums = None
+    rows = max(1, len(grown) + len(units) - start)
+    totals = np.zeros((rows, dimension), dtype=np.float32)
+    if sums is not None:
+        totals[: len(grown)] = sums[: len(grown)]
     heads: dict[str, list[int]] = {}
-    for place, unit in enumerate(units):
-        scores = np.zeros(len(buckets), dtype=np.float32)
-        if unit.vector is not None and buckets:
-            centres = sums[: len(buckets)]
+    for number, members in enumerate(grown):
+        for key in units[members[0]].headline[:2]:
+            heads.setdefault(key, []).append(number)
+    before_last = totals[: len(grown)].copy()
+    for place in range(start, len(units)):
+        unit = units[place]
+        if place == len(units) - 1:
+            before_last = totals[: len(grown)].copy()
+        scores = np.zeros(len(grown), dtype=np.float32)
+        vector = unit.vector if unit.vector is not None and len(unit.vector) == dimension else None
+        if vector is not None and grown:
+            centres = totals[: len(grown)]
             norms = np.linalg.norm(centres, axis=1)
-            scores = np.where(norms > 0, centres @ unit.vector / np.maximum(norms, 1e-12), 0.0)
+            scores = np.where(norms > 0, centres @ vector / np.maximum(norms, 1e-12), 0.0)
         for key in unit.headline[:2]:
             for number in heads.get(key, ()):
                 scores[number] = max(float(scores[number]), BUCKET_COSINE)
         best = int(np.argmax(scores)) if len(scores) else -1
         if best < 0 or float(scores[best]) < BUCKET_COSINE:
-            best = len(buckets)
-            buckets.append([])
+            best = len(grown)
+            grown.append([])
             # The heads stay the founder's: grown with every member they would match everything.
             for key in unit.headline[:2]:
                 heads.setdefault(key, []).append(best)
-        buckets[best].append(place)
-        if unit.vector is not None:
-            sums[best] += unit.vector
+        grown[best].append(place)
+        if vector is not None:
+            totals[best] += vector
         unit.bucket = best
-    return buckets
+    return grown, before_last
