@@ -118,9 +118,12 @@ def test_moving_between_active_and_dormant_writes_nothing(
     collection = getattr(index, "_collection", None)
     if collection is not None:  # the Chroma index: count its metadata updates
         update = collection.update
-        monkeypatch.setattr(
-            collection, "update", lambda **kw: (writes.extend(kw["ids"]), update(**kw))[1]
-        )
+
+        def counted_update(**kw: Any) -> Any:
+            writes.extend(kw["ids"])
+            return update(**kw)
+
+        monkeypatch.setattr(collection, "update", counted_update)
     for status in ("active", "dormant", "active", "dormant"):
         index.set_status("topic-kyoto", status)
     assert writes == []
@@ -131,6 +134,36 @@ def test_moving_between_active_and_dormant_writes_nothing(
     assert "topic-kyoto" in ids(index.search("Kyoto trip", k=10))
     if collection is not None:
         assert writes == ["topic-kyoto", "topic-kyoto"]
+
+
+@pytest.mark.parametrize("make_index", ["local"], indirect=True)
+def test_a_registry_status_kept_alike_reads_nothing(
+    make_index: IndexOpener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Waking a dormant topic and putting an active one to sleep happen a few times a turn:
+    # told the registry's previous status, the index does not ask Chroma what it holds.
+    index = make_index()
+    fill(index, {"topic-kyoto": "dormant", "topic-stocks": "archived"})
+    collection = index._collection  # type: ignore[attr-defined]
+    reads: list[str] = []
+    get = collection.get
+
+    def counted_get(**kw: Any) -> Any:
+        reads.extend(kw.get("ids") or [])
+        return get(**kw)
+
+    monkeypatch.setattr(collection, "get", counted_get)
+    index.set_status("topic-kyoto", "active", previous="dormant")
+    index.set_status("topic-kyoto", "dormant", previous="active")
+    assert reads == []
+    assert "topic-kyoto" in ids(index.search("Kyoto trip", k=10))
+    # Out of the archive, or with no previous status, the index is asked and written.
+    index.set_status("topic-stocks", "dormant", previous="archived")
+    assert reads == ["topic-stocks"]
+    assert "topic-stocks" in ids(index.search("股市估值", k=10))
+    index.set_status("topic-kyoto", "archived")
+    assert reads == ["topic-stocks", "topic-kyoto"]
+    assert "topic-kyoto" not in ids(index.search("Kyoto trip", k=10))
 
 
 def test_upsert_replaces_and_remove(make_index: IndexOpener) -> None:

@@ -53,10 +53,11 @@ def sleep_over_cap(
     """
     events: list[TurnEvent] = []
     for topic_id, reason in over_the_cap(list(topics.values()), settings).items():
+        previous = topics[topic_id]["status"]
         asleep: TopicRecord = {**topics[topic_id], "status": "dormant"}
         asleep.pop("low_rounds", None)
         topics[topic_id] = asleep
-        index.set_status(topic_id, "dormant")
+        index.set_status(topic_id, "dormant", previous=previous)
         events.append(
             {
                 "kind": "dormant",

@@ -84,8 +84,9 @@ def extract_keywords(text: str) -> list[str]:
     return list(_keywords_of(text))
 
 
-# About 1 KB an entry: 8,192 cover the topics a split touches; 65,536 grew with a long thread.
-@lru_cache(maxsize=8192)
+# About 0.7 KB an entry: 4,096 cover the topics a split touches; 8,192 still filled until turn
+# ~3,700 of a long thread (2.2 new texts a turn), 65,536 grew with it throughout.
+@lru_cache(maxsize=4096)
 def _keywords_of(text: str) -> tuple[str, ...]:
     # Every split re-reads the messages of the topics it touches (names, briefs): the same
     # texts, again and again as a topic grows, so their keywords are remembered.

@@ -218,8 +218,9 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     now = services.clock().isoformat()
     for pick in chosen:
         topic_id = pick["topic_id"]
+        previous = topics[topic_id]["status"]
         topics[topic_id] = {**topics[topic_id], "status": "active", "last_active_at": now}
-        stores.topic_index.set_status(topic_id, "active")
+        stores.topic_index.set_status(topic_id, "active", previous=previous)
     clarify: list[str] = []
     if chosen:
         events.append(

@@ -82,10 +82,11 @@ def bookkeeping(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, 
         topics[topic_id] = record
     events: list[TurnEvent] = []
     for topic_id, reason in decision.dormant.items():
+        previous = topics[topic_id]["status"]
         asleep: TopicRecord = {**topics[topic_id], "status": "dormant"}
         asleep.pop("low_rounds", None)  # a woken topic starts a new stretch
         topics[topic_id] = asleep
-        index.set_status(topic_id, "dormant")
+        index.set_status(topic_id, "dormant", previous=previous)
         events.append(
             {
                 "kind": "dormant",

@@ -132,7 +132,7 @@ def wake_by_evidence(state: TopicState, runtime: Runtime[TopicContext]) -> dict[
     woken = dict(topics)
     for topic_id in found:
         woken[topic_id] = {**topics[topic_id], "status": "active", "last_active_at": now}
-        stores.topic_index.set_status(topic_id, "active")
+        stores.topic_index.set_status(topic_id, "active", previous=topics[topic_id]["status"])
     event: TurnEvent = {
         "kind": "activated",
         "reason": "evidence",

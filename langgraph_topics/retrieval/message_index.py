@@ -43,6 +43,7 @@ from langgraph_topics.retrieval.bm25 import BM25
 from langgraph_topics.retrieval.index_entries import EntriesFile
 from langgraph_topics.retrieval.lexical import lexical_terms
 from langgraph_topics.retrieval.lexical_files import LexicalFiles
+from langgraph_topics.retrieval.mapped_arrays import mapped_empty
 from langgraph_topics.retrieval.ordinary_pages import ordinary_pages
 from langgraph_topics.retrieval.projection import LARGE_INDEX, Projection, ProjectionFiles
 from langgraph_topics.retrieval.row_dots import picked_row_dots
@@ -330,9 +331,9 @@ class MessageIndex:
                 needed = self._filled + len(fresh)
                 if len(self._vectors) < needed or self._vectors.shape[1] != fresh.shape[1]:
                     kind = self._vectors.dtype if self._filled else np.dtype(np.float32)
-                    with ordinary_pages():
-                        room = max(needed, self._filled + self._filled // GROWTH_DIVISOR)
-                        grown = np.empty((room, fresh.shape[1]), kind)
+                    room = max(needed, self._filled + self._filled // GROWTH_DIVISOR)
+                    # Its own mapping: the copy it replaces is unmapped, not left in the heap.
+                    grown = mapped_empty((room, fresh.shape[1]), kind)
                     if self._filled:
                         grown[: self._filled] = self._vectors[: self._filled]
                     self._vectors = grown

@@ -183,11 +183,11 @@ class OverlayTopicIndex:
         self.scratch.upsert(topic_id, name, brief, status=status)
         self._shadowed.add(topic_id)
 
-    def set_status(self, topic_id: str, status: str) -> None:
+    def set_status(self, topic_id: str, status: str, *, previous: str | None = None) -> None:
         """Remember the status in this view."""
         self._status[topic_id] = status
         if topic_id in self._shadowed:
-            self.scratch.set_status(topic_id, status)
+            self.scratch.set_status(topic_id, status, previous=previous)
 
     def search(
         self, query: str, *, k: int, exclude_status: Sequence[str] = ("archived",)

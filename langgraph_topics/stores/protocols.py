@@ -204,12 +204,14 @@ class TopicIndex(Protocol):
         """Add or replace a topic's brief."""
         ...
 
-    def set_status(self, topic_id: str, status: str) -> None:
+    def set_status(self, topic_id: str, status: str, *, previous: str | None = None) -> None:
         """Record whether a topic is archived (searches leave archived topics out).
 
         An index keeps ``archived`` or ``active`` (``topic_index.indexed_status``): a
         dormant topic is as searchable as an active one, and moving between the two, as
-        activation does every turn, need not be written.
+        activation does every turn, need not be written. ``previous``: the status the
+        registry held before (None: unknown); an index that keeps the two alike need not ask
+        itself what it holds.
         """
         ...
 

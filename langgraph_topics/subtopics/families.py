@@ -21,21 +21,57 @@ def prior_families(topics: Mapping[str, TopicRecord]) -> dict[str, str]:
 
     A parent unknown to the registry ends the walk there; a cycle (hand-edited records) ends it
     where it closes.
+
+    Every node of a turn asks (several times), and a long thread's topics are mostly
+    subtopics of subtopics: walking each one's chain alone cost O(topics × depth) a call, so
+    the roots found are shared along each chain walked.
     """
+    roots: dict[str, str] = {}  # a topic (with or without a parent) to the top of its chain
     families: dict[str, str] = {}
+    for topic_id in topics:
+        if topic_id in roots:
+            continue
+        chain, seen = [topic_id], {topic_id}
+        node = topic_id
+        while True:
+            above = topics[node].get("parent_id")
+            if above is None or above not in topics:
+                top = roots.get(node, node)
+                break
+            if above in roots:
+                top = roots[above]
+                break
+            if above in seen:  # a cycle: each topic on it keeps the walk of its own
+                top = ""
+                break
+            chain.append(above)
+            seen.add(above)
+            node = above
+        if not top:
+            for member in chain:
+                roots[member] = _walked_root(topics, member)
+        else:
+            for member in chain:
+                roots[member] = top
     for topic_id, record in topics.items():
         parent = record.get("parent_id")
-        if parent is None or parent not in topics:
-            continue
-        root, seen = parent, {topic_id}
-        while True:
-            seen.add(root)
-            above = topics[root].get("parent_id")
-            if above is None or above not in topics or above in seen:
-                break
-            root = above
-        families[topic_id] = root
+        if parent is not None and parent in topics:
+            families[topic_id] = roots[topic_id]
     return families
+
+
+def _walked_root(topics: Mapping[str, TopicRecord], topic_id: str) -> str:
+    """The root of ``topic_id`` by its own walk, stopped where a cycle closes."""
+    parent = topics[topic_id].get("parent_id")
+    if parent is None or parent not in topics:
+        return topic_id
+    root, seen = parent, {topic_id}
+    while True:
+        seen.add(root)
+        above = topics[root].get("parent_id")
+        if above is None or above not in topics or above in seen:
+            return root
+        root = above
 
 
 def family_heads(

@@ -233,9 +233,11 @@ class _Facts(NamedTuple):
     entities: list[EntityFact]
 
 
-FACTS_CACHED = 1024
+FACTS_CACHED = 256
 """Cards of recent message runs kept: every turn each topic window makes a card of its quotes,
-mostly the same messages as the turn before (about 0.1 ms each, ten topics a turn)."""
+mostly the same messages as the turn before (about 0.1 ms each, ten topics a turn). A few
+turns' cards are the working set: 1,024 kept filling until turn ~5,500 of the soak (129 held at
+turn 1,000, 643 at 3,500; issue 41 item 7)."""
 
 
 @lru_cache(maxsize=FACTS_CACHED)

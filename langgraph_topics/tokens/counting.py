@@ -19,8 +19,11 @@ TokenCounter = Callable[[str], int]
 MESSAGE_OVERHEAD_TOKENS = 4
 """Per-message framing (role markers, separators) that chat templates add."""
 
-COUNT_CACHE_SIZE = 65_536
-"""Texts whose counts are remembered (a few turns of working set and prompt pieces)."""
+COUNT_CACHE_SIZE = 8_192
+"""Texts whose counts are remembered (a few turns of working set and prompt pieces). About
+450 bytes an entry with its text; a turn brings ~5.6 new texts, so 65,536 entries kept filling
+for 12,000 turns (+22 MB from turn 1,000 to 10,000 of the soak, issue 41 item 7), while a
+turn re-counts a few hundred."""
 CACHED_TEXT_CHARS = 4_096
 """Longer texts are counted without being remembered. A turn's whole system prompt (tens of
 KB, new every turn) kept as a key held its text for 65,536 turns: resident memory grew by
