@@ -1,6 +1,7 @@
 import inspect
 import json
 import math
+import statistics
 import time
 from pathlib import Path
 
@@ -367,8 +368,9 @@ def test_history_cost_bench_compares_the_import_with_the_layer_off_and_on(
     assert all(r["history_s"] == 0 and r["themes"] == 0 for r in off)
     assert all(r["history_s"] > 0 and r["themes"] > 0 for r in on)
     assert all(r["total_s"] >= r["import_s"] > 0 for r in off + on)
-    medians = [row["total_s"] for row in report["rows"]]
-    assert report["ratio"] == pytest.approx(medians[1] / medians[0], rel=0.02)
+    # The ratio of the unrounded medians (the rows show them rounded for the table).
+    medians = [statistics.median(r["total_s"] for r in runs) for runs in (off, on)]
+    assert report["ratio"] == pytest.approx(medians[1] / medians[0], rel=0.01)
     assert report["within_target"] == (report["ratio"] <= 1.5)
     assert report["cpu_ratio"] > 0 and "CPU time" in printed
     with pytest.raises(SystemExit, match="no conversation conv-99"):

@@ -142,13 +142,13 @@ def build_state_shaped_floor_graph(path: Path) -> Any:
     """The no-work graph with the topic graph's state, nodes, routes and input schema.
 
     Not the floor the ratio is taken against (that one has the shape of the steps only): it
-    tells what LangGraph charges for the topic graph's state itself (its 36 channels, nodes
+    tells what LangGraph charges for the topic graph's state itself (its 39 channels, nodes
     that name their successor in a ``Command``, a working set that grows until a split), so
     that ``bench overhead`` can say which part of the ratio is the state's and which the
     nodes' work.
     """
     builder = StateGraph(TopicState, input_schema=InputState, output_schema=TopicState)
-    for node in ("split", "activate", "end_context"):  # off the chat path, as in the graph
+    for node in ("split", "activate", "search_memory", "end_context"):  # off the chat path
         builder.add_node(node, _nothing)
     builder.add_node("estimate", _shaped_estimate, destinations=("split", "recall_cue", END))
     builder.add_node(
@@ -159,7 +159,9 @@ def build_state_shaped_floor_graph(path: Path) -> Any:
         "assemble", _shaped_assemble, destinations=("activate", "respond", "end_context", END)
     )
     builder.add_node(
-        "respond", _shaped_respond, destinations=("activate", "assemble", "bookkeeping")
+        "respond",
+        _shaped_respond,
+        destinations=("activate", "search_memory", "assemble", "bookkeeping"),
     )
     builder.add_node("bookkeeping", _bookkeeping)
     builder.add_node("inject_workflow", _nothing)  # the card's workflow step, as in the graph
@@ -167,6 +169,7 @@ def build_state_shaped_floor_graph(path: Path) -> Any:
     builder.add_edge("inject_workflow", "estimate")
     builder.add_edge("split", "recall_cue")
     builder.add_edge("activate", "assemble")
+    builder.add_edge("search_memory", "assemble")
     builder.add_edge("topic_window", "assemble")
     builder.add_edge("end_context", END)
     builder.add_edge("bookkeeping", END)
