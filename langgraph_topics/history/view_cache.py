@@ -25,7 +25,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +115,7 @@ def save_view_state(path: Path, state: ViewState) -> None:
         "probe": state.probe,
         "units": [_unit_record(unit) for unit in state.units],
         "buckets": state.buckets,
-        "themes": [_theme_record(theme) for theme in state.themes],
+        "themes": [asdict(theme) for theme in state.themes],
         "centre": int(centre.shape[0]),
         "sums": [int(sums.shape[0]), int(sums.shape[1])],
     }
@@ -144,17 +144,6 @@ def _unit_record(unit: Unit) -> dict[str, Any]:
         "kind": unit.kind,
         "headline": unit.headline,
         "bucket": unit.bucket,
-    }
-
-
-def _theme_record(theme: Theme) -> dict[str, Any]:
-    return {
-        "id": theme.id,
-        "name": theme.name,
-        "keys": theme.keys,
-        "keywords": theme.keywords,
-        "units": theme.units,
-        "weight": theme.weight,
     }
 
 
