@@ -100,6 +100,7 @@ from langgraph_topics.stores.topic_store import TOPICS_DIR, JsonlTopicStore
 from langgraph_topics.stores.typed_faults import typed_file_faults
 from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
+from langgraph_topics.summaries.readable_briefs import readable_brief
 from langgraph_topics.thread_ids import check_thread_id
 from langgraph_topics.thread_locks import ThreadLocking, ThreadLocks
 from langgraph_topics.tokens import TokenCounter
@@ -712,23 +713,25 @@ class TopicMemory:
             values = self.state(thread_id)
             store = self.services.branch_stores(thread_id, values).topic_store
             registry = values.get("topics", {})
+            people = {m.name for m in values.get("messages", []) if m.name}
             summaries: list[TopicSummary] = []
             for topic_id in store.topic_ids():
                 meta = store.meta(topic_id)
                 record = registry.get(topic_id)
+                brief = readable_brief(meta["brief"], people)
                 summary: TopicSummary = {
                     "id": topic_id,
                     "name": meta["name"],
                     "status": record["status"] if record else "unregistered",
                     "message_count": meta["message_count"],
-                    "brief": meta["brief"],
+                    "brief": brief,
                     "parent_id": meta["parent_id"],
                     "scores": record["scores"] if record else [],
                     "created_at": meta["created_at"],
                     "last_active_at": (record["last_active_at"] if record else meta["updated_at"]),
                 }
                 if "brief_card" in meta:
-                    summary["brief_card"] = meta["brief_card"]
+                    summary["brief_card"] = {**meta["brief_card"], "text": brief}
                 if record and record.get("children"):
                     summary["children"] = list(record["children"])
                 links = store.links(topic_id)
