@@ -151,6 +151,8 @@ class TopicSummary(TypedDict):
     status: str
     message_count: int
     brief: str
+    """The brief as people read it: the stored one without greetings, reactions and the
+    speakers' names (``summaries.readable_briefs``); the store keeps the splitter's text."""
     parent_id: str | None
     scores: list[float]
     created_at: str
