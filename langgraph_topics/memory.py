@@ -173,6 +173,15 @@ class TopicSummary(TypedDict):
     """Its relations to other topics, each once (left out when it has none)."""
 
 
+def _readable_entry(entry: ArchivedTopic, people: set[str]) -> ArchivedTopic:
+    """An archived topic with its brief (and its summary's text) as people read it."""
+    brief = readable_brief(entry["brief"], people)
+    summary = entry["summary"]
+    if summary["text"] == entry["brief"]:
+        summary = {**summary, "text": brief}
+    return {**entry, "brief": brief, "summary": summary}
+
+
 def _new_id() -> str:
     return f"msg-{uuid.uuid4().hex[:12]}"
 
@@ -733,7 +742,9 @@ class TopicMemory:
                     "last_active_at": (record["last_active_at"] if record else meta["updated_at"]),
                 }
                 if "brief_card" in meta:
-                    summary["brief_card"] = {**meta["brief_card"], "text": brief}
+                    card = meta["brief_card"]
+                    same = card["text"] == meta["brief"]
+                    summary["brief_card"] = {**card, "text": brief} if same else card
                 if record and record.get("children"):
                     summary["children"] = list(record["children"])
                 links = store.links(topic_id)
@@ -1172,8 +1183,9 @@ class TopicMemory:
             registry = values.get("topics", {})
             if not isinstance(store, ReviewableTopicStore):
                 return []
+            people = {m.name for m in values.get("messages", []) if m.name}
             return [
-                entry
+                _readable_entry(entry, people)
                 for entry in store.archive_entries()
                 if registry.get(entry["topic_id"], {}).get("status") == "archived"
                 and (month is None or entry["month"].startswith(month))

@@ -134,3 +134,15 @@ def test_conv26_stored_briefs_stay_the_splitters_fingerprint(conv26_start: Topic
     for meta in stored:
         shown = readable_brief(meta["brief"], PEOPLE).split("\n")
         assert all(line in meta["brief"] or line.startswith(("Keywords: ", "- ")) for line in shown)
+
+
+def test_an_archived_topic_is_listed_with_its_readable_brief(conv26_start: TopicMemory) -> None:
+    # Runs last: it archives a topic of the shared import.
+    largest = max(conv26_start.topics("conv-26"), key=lambda t: t["message_count"])
+    assert conv26_start.archive("conv-26", largest["id"]) == "archived"
+    [entry] = conv26_start.archived("conv-26")
+    assert entry["brief"] == largest["brief"] == entry["summary"]["text"]
+    assert _small_talk_in(entry["name"], entry["brief"]) == []
+    store = conv26_start.services.stores("conv-26").topic_store
+    kept = store.archive_entry(largest["id"])  # type: ignore[attr-defined]
+    assert kept is not None and _small_talk_in("", kept["brief"]) != []
