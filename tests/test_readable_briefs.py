@@ -42,6 +42,16 @@ def test_greetings_reactions_and_names_leave_the_brief() -> None:
     ]
 
 
+def test_what_is_kept_reads_as_it_was_written() -> None:
+    stored = (
+        "- user: Wow, Mel — version 3.5 of the app is out, thanks!\n- user: iPhone 15 arrived, Mel."
+    )
+    assert readable_brief(stored, PEOPLE).split("\n") == [
+        "- user: Version 3.5 of the app is out!",
+        "- user: iPhone 15 arrived.",
+    ]
+
+
 def test_without_the_speakers_a_name_left_alone_after_a_greeting_still_goes() -> None:
     readable = readable_brief("- user: Wow, Mel!\n- user: Who supports you, Mel?")
     # Unknown speakers: "Mel" after "Wow" is an address; in a question it may be its subject.

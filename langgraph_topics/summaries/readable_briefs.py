@@ -22,7 +22,8 @@ KEYWORDS_PREFIX = "Keywords: "
 
 _QUOTE = re.compile(r"^- (?P<role>[\w-]+): (?P<text>.*)$")
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?|\d+")
-_CLAUSE_END = re.compile(r"(?<=[,;:!?.，、；：！？。…])\s*|\s+[-–—]+\s+")
+_CLAUSE_SEPARATOR = re.compile(r"((?<=[,;:!?.])\s+|(?<=[，、；：！？。…])\s*|\s+[-–—]+\s+)")
+"""What ends a clause: a pause or stop and the space after it, or a dash between spaces."""
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]{2,}\b")
 _TRAILING_PAUSE = re.compile(r"[,;:，、；：\s]+$")
 _FINAL_STOP = re.compile(r"[.!?。！？…]+$")
@@ -62,11 +63,6 @@ def readable_brief(brief: str, people: Collection[str] = ()) -> str:
     return "\n".join(kept)
 
 
-def says_nothing(text: str, people: Collection[str] = ()) -> bool:
-    """Whether every word of ``text`` is small talk, a stop word or a speaker's name."""
-    return _says_nothing(text, _name_parts(people))
-
-
 def _readable_line(line: str, names: frozenset[str]) -> str:
     if line.startswith(KEYWORDS_PREFIX):
         words = [w.strip() for w in line[len(KEYWORDS_PREFIX) :].split(",")]
@@ -85,19 +81,30 @@ def _readable_line(line: str, names: frozenset[str]) -> str:
 
 
 def _without_small_talk_clauses(sentence: str, names: frozenset[str]) -> str:
-    """The sentence's clauses that say something, ending as the sentence ended."""
-    clauses = [c.strip() for c in _CLAUSE_END.split(sentence) if c and c.strip()]
-    kept = [c for c in clauses if not (_says_nothing(c, names) or _is_reaction(c, names))]
+    """The sentence's clauses that say something, as written, ending as the sentence ended."""
+    parts = _CLAUSE_SEPARATOR.split(sentence)
+    # Alternating clause, separator, clause, …: each clause keeps the separator after it.
+    clauses = [
+        (parts[i], parts[i + 1] if i + 1 < len(parts) else "") for i in range(0, len(parts), 2)
+    ]
+    clauses = [(clause, after) for clause, after in clauses if clause.strip()]
+    kept = [
+        (clause, after)
+        for clause, after in clauses
+        if not (_says_nothing(clause, names) or _is_reaction(clause, names))
+    ]
     if len(kept) == len(clauses):
         return sentence
-    if not kept or (not names and _bare_address(kept)):
+    if not kept or (not names and _bare_address([clause for clause, _ in kept])):
         # "Wow, Mel!" with the speakers unknown: what is left after the greeting is the name.
         return ""
-    text = _TRAILING_PAUSE.sub("", " ".join(kept))
+    text = _TRAILING_PAUSE.sub("", "".join(clause + after for clause, after in kept).strip())
     stop = _FINAL_STOP.search(sentence.rstrip())
     if stop and not _FINAL_STOP.search(text):
         text += stop.group(0)
-    return text[:1].upper() + text[1:]
+    if kept[0] == clauses[0]:
+        return text
+    return text[:1].upper() + text[1:]  # a cut greeting began the sentence
 
 
 def _bare_address(clauses: list[str]) -> bool:
