@@ -15,7 +15,7 @@ from langgraph_topics.keywords.extraction import ENGLISH_STOP_WORDS
 from langgraph_topics.keywords.small_talk import ENGLISH_SMALL_TALK
 from langgraph_topics.memory import TopicSummary
 from langgraph_topics.nodes.assemble import brief_line
-from langgraph_topics.summaries.readable_briefs import readable_brief
+from langgraph_topics.summaries.readable_briefs import first_readable_line, readable_brief
 
 PEOPLE = ("Caroline", "Melanie")
 
@@ -82,8 +82,11 @@ def test_a_brief_that_says_something_everywhere_is_unchanged() -> None:
     assert readable_brief(stored, PEOPLE) == stored
 
 
-def test_a_topic_block_shows_the_readable_keyword_line() -> None:
+def test_a_topic_block_shows_the_first_readable_line() -> None:
     assert brief_line(STORED) == "Keywords: caroline, kid, support, mel, painting, adoption, loving"
+    only_small_talk = "Keywords: wow, thanks\n- user: Hey Mel!\n- user: The Kyoto ryokan is booked."
+    assert brief_line(only_small_talk) == "- user: The Kyoto ryokan is booked."
+    assert first_readable_line(STORED, PEOPLE) == readable_brief(STORED, PEOPLE).split("\n")[0]
 
 
 # The acceptance test of issue 36 (item 3), with the package's own small-talk list.

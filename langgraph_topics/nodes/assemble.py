@@ -61,7 +61,7 @@ from langgraph_topics.state.units import group_units, unit_in_store
 from langgraph_topics.state.working_set import located_in_topics, recent_messages
 from langgraph_topics.stores.protocols import TopicStore
 from langgraph_topics.subtopics.families import family_heads, prior_families
-from langgraph_topics.summaries.readable_briefs import readable_brief
+from langgraph_topics.summaries.readable_briefs import first_readable_line
 from langgraph_topics.tokens import TokenCounter
 from langgraph_topics.tokens.message_counts import MessageTokens
 from langgraph_topics.workflow.records import ActivePath
@@ -190,7 +190,7 @@ class _Blocks:
 
 def brief_line(brief: str) -> str:
     """What a topic block shows of a brief: its first readable line (no greetings, reactions)."""
-    return clip_line(readable_brief(brief))
+    return clip_line(first_readable_line(brief))
 
 
 def clip_line(text: str, limit: int = BRIEF_FLOOR_CHARS) -> str:

@@ -36,6 +36,8 @@ _CHINESE_REACTIONS = ("太好了", "太棒了", "真棒", "厉害", "开心", "�
 _REACTION_SUBJECT_WORDS = 1
 """A clause with a reaction word and at most this many other content words is a reaction to
 what was shown ("That photo is great!"); one with more says what it reacts to."""
+_GREETINGS = frozenset("hi hello hey hiya thanks thank thx cheers bye goodbye welcome".split())
+"""Words that address someone: with them, a capitalised word is the person addressed."""
 _SHORT_NAME_CHARS = 3
 """A capitalised word this long or longer may be a speaker's short name (Mel for Melanie)."""
 
@@ -52,15 +54,26 @@ def readable_brief(brief: str, people: Collection[str] = ()) -> str:
         The brief's lines that say something, each without its small-talk clauses; a line
         that is nothing but small talk is left out, and so is a repeated one.
     """
-    names = _name_parts(people)
-    # The keyword line is lower case: "mel" is a name there when the quotes call someone Mel.
-    names |= {w.lower() for w in _CAPITALISED.findall(brief) if _is_name(w, names)}
+    names = _names_in(brief, people)
     kept: list[str] = []
     for line in brief.split("\n"):
         readable = _readable_line(line, names)
         if readable and readable not in kept:
             kept.append(readable)
     return "\n".join(kept)
+
+
+def first_readable_line(brief: str, people: Collection[str] = ()) -> str:
+    """The first line of :func:`readable_brief`, reading no further than it.
+
+    A topic block's brief line is worked out for every candidate topic of every turn.
+    """
+    names = _names_in(brief, people)
+    for line in brief.split("\n"):
+        readable = _readable_line(line, names)
+        if readable:
+            return readable
+    return ""
 
 
 def _readable_line(line: str, names: frozenset[str]) -> str:
@@ -91,7 +104,11 @@ def _without_small_talk_clauses(sentence: str, names: frozenset[str]) -> str:
     kept = [
         (clause, after)
         for clause, after in clauses
-        if not (_says_nothing(clause, names) or _is_reaction(clause, names))
+        if not (
+            _says_nothing(clause, names)
+            or _is_reaction(clause, names)
+            or (not names and _greets(clause))
+        )
     ]
     if len(kept) == len(clauses):
         return sentence
@@ -105,6 +122,14 @@ def _without_small_talk_clauses(sentence: str, names: frozenset[str]) -> str:
     if kept[0] == clauses[0]:
         return text
     return text[:1].upper() + text[1:]  # a cut greeting began the sentence
+
+
+def _greets(clause: str) -> bool:
+    """Whether a clause greets or thanks someone by name ("Hey Mel", "Thanks Caroline")."""
+    words = _WORD.findall(clause)
+    named = [w for w in words if w.lower() not in _GREETINGS]
+    greeted = len(named) < len(words)
+    return greeted and len(named) == 1 and named[0][:1].isupper()
 
 
 def _bare_address(clauses: list[str]) -> bool:
@@ -135,5 +160,10 @@ def _is_name(word: str, names: frozenset[str]) -> bool:
     return short and any(name.startswith(lowered) for name in names)
 
 
-def _name_parts(people: Collection[str]) -> frozenset[str]:
-    return frozenset(part.lower() for person in people for part in person.split() if part)
+def _names_in(brief: str, people: Collection[str]) -> frozenset[str]:
+    """The speakers' names, lower case, with the short forms the brief calls them by."""
+    names = frozenset(part.lower() for person in people for part in person.split() if part)
+    if not names:
+        return names
+    # The keyword line is lower case: "mel" is a name there when the quotes call someone Mel.
+    return names | {w.lower() for w in _CAPITALISED.findall(brief) if _is_name(w, names)}
