@@ -100,6 +100,7 @@ from langgraph_topics.stores.topic_store import TOPICS_DIR, JsonlTopicStore
 from langgraph_topics.stores.typed_faults import typed_file_faults
 from langgraph_topics.subtopics.families import prior_families
 from langgraph_topics.summaries import SummaryCard, fact_message_ids
+from langgraph_topics.summaries.readable_briefs import readable_brief
 from langgraph_topics.thread_ids import check_thread_id
 from langgraph_topics.thread_locks import ThreadLocking, ThreadLocks
 from langgraph_topics.tokens import TokenCounter
@@ -150,6 +151,8 @@ class TopicSummary(TypedDict):
     status: str
     message_count: int
     brief: str
+    """The brief as people read it: the stored one without greetings, reactions and the
+    speakers' names (``summaries.readable_briefs``); the store keeps the splitter's text."""
     parent_id: str | None
     scores: list[float]
     created_at: str
@@ -168,6 +171,15 @@ class TopicSummary(TypedDict):
     a topic's own messages, so a divided one counts none and its subtopics count theirs."""
     links: NotRequired[list[TopicLink]]
     """Its relations to other topics, each once (left out when it has none)."""
+
+
+def _readable_entry(entry: ArchivedTopic, people: set[str]) -> ArchivedTopic:
+    """An archived topic with its brief (and its summary's text) as people read it."""
+    brief = readable_brief(entry["brief"], people)
+    summary = entry["summary"]
+    if summary["text"] == entry["brief"]:
+        summary = {**summary, "text": brief}
+    return {**entry, "brief": brief, "summary": summary}
 
 
 def _new_id() -> str:
@@ -712,23 +724,27 @@ class TopicMemory:
             values = self.state(thread_id)
             store = self.services.branch_stores(thread_id, values).topic_store
             registry = values.get("topics", {})
+            people = {m.name for m in values.get("messages", []) if m.name}
             summaries: list[TopicSummary] = []
             for topic_id in store.topic_ids():
                 meta = store.meta(topic_id)
                 record = registry.get(topic_id)
+                brief = readable_brief(meta["brief"], people)
                 summary: TopicSummary = {
                     "id": topic_id,
                     "name": meta["name"],
                     "status": record["status"] if record else "unregistered",
                     "message_count": meta["message_count"],
-                    "brief": meta["brief"],
+                    "brief": brief,
                     "parent_id": meta["parent_id"],
                     "scores": record["scores"] if record else [],
                     "created_at": meta["created_at"],
                     "last_active_at": (record["last_active_at"] if record else meta["updated_at"]),
                 }
                 if "brief_card" in meta:
-                    summary["brief_card"] = meta["brief_card"]
+                    card = meta["brief_card"]
+                    same = card["text"] == meta["brief"]
+                    summary["brief_card"] = {**card, "text": brief} if same else card
                 if record and record.get("children"):
                     summary["children"] = list(record["children"])
                 links = store.links(topic_id)
@@ -1167,8 +1183,9 @@ class TopicMemory:
             registry = values.get("topics", {})
             if not isinstance(store, ReviewableTopicStore):
                 return []
+            people = {m.name for m in values.get("messages", []) if m.name}
             return [
-                entry
+                _readable_entry(entry, people)
                 for entry in store.archive_entries()
                 if registry.get(entry["topic_id"], {}).get("status") == "archived"
                 and (month is None or entry["month"].startswith(month))

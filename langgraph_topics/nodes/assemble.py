@@ -61,6 +61,7 @@ from langgraph_topics.state.units import group_units, unit_in_store
 from langgraph_topics.state.working_set import located_in_topics, recent_messages
 from langgraph_topics.stores.protocols import TopicStore
 from langgraph_topics.subtopics.families import family_heads, prior_families
+from langgraph_topics.summaries.readable_briefs import first_readable_line
 from langgraph_topics.tokens import TokenCounter
 from langgraph_topics.tokens.message_counts import MessageTokens
 from langgraph_topics.workflow.records import ActivePath
@@ -187,6 +188,11 @@ class _Blocks:
         )
 
 
+def brief_line(brief: str) -> str:
+    """What a topic block shows of a brief: its first readable line (no greetings, reactions)."""
+    return clip_line(first_readable_line(brief))
+
+
 def clip_line(text: str, limit: int = BRIEF_FLOOR_CHARS) -> str:
     """The first line of a text, at most ``limit`` characters."""
     line = text.strip().split("\n", 1)[0]
@@ -308,7 +314,7 @@ def _candidates(
         if result["summary"]:
             cost = counter(note_line(summary_label, result["summary"]) + "\n")
             pieces.append(_Piece("summary", SUMMARY_VALUE * score, cost, topic_id, block))
-        brief = clip_line(blocks.heads[block]["brief"])
+        brief = brief_line(blocks.heads[block]["brief"])
         if brief:
             cost = counter(note_line(brief_label, brief) + "\n")
             pieces.append(_Piece("brief", BRIEF_VALUE * score, cost, topic_id, block))
@@ -519,7 +525,7 @@ def _render(
                 messages,
                 language,
                 prompt_dir,
-                brief=clip_line(head["brief"]) if any(p.kind == "brief" for p in mine) else "",
+                brief=brief_line(head["brief"]) if any(p.kind == "brief" for p in mine) else "",
                 summary=summaries[0] if summaries else "",
                 questions=questions,
                 card=card,
