@@ -1,0 +1,99 @@
+"""One user's memory: their threads, read as one scope (``TopicMemory.user``; issue 40).
+
+Every method names a thread as the user does; it is stored under the user-scoped id
+(``threads.scoped_thread_id``), so two users' threads of the same name never meet. A turn
+first records the thread in the user's registry, then (in ``user`` scope) reads the user's
+other threads for its question (``recall.py``, under their files locks, before it takes its
+own), then runs as any thread's turn, with what it read quoted in its window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from langgraph_topics.message_texts import check_message_text
+from langgraph_topics.scope.forget import forget_user, user_remnants
+from langgraph_topics.scope.recall import ScopeQuote, recall_from_threads
+from langgraph_topics.scope.registry import RegisteredThread
+from langgraph_topics.scope.threads import (
+    MemoryScope,
+    check_scope,
+    check_user_id,
+    scoped_thread_id,
+)
+from langgraph_topics.thread_ids import check_thread_id
+
+if TYPE_CHECKING:
+    from langgraph_topics.memory import ContextReport, TopicMemory
+
+
+class UserMemory:
+    """The threads of ``user_id`` in ``memory``.
+
+    Args:
+        memory: The memory holding them.
+        user_id: The user (refused with one line when it cannot name one).
+        scope: ``user``: a turn also reads the user's other threads; ``thread``: its own only.
+
+    Raises:
+        InputError: An invalid user id or scope.
+    """
+
+    def __init__(self, memory: TopicMemory, user_id: str, scope: str) -> None:
+        self.memory = memory
+        self.user_id = check_user_id(user_id)
+        self.scope: MemoryScope = check_scope(scope)
+
+    def thread(self, thread_id: str) -> str:
+        """The id the user's thread ``thread_id`` is stored under.
+
+        For the other methods of ``TopicMemory``: ``topics``, ``transcript``, ``check``…
+        """
+        return scoped_thread_id(self.user_id, thread_id)
+
+    def threads(self) -> list[RegisteredThread]:
+        """The user's threads, in the order they joined."""
+        return self.memory.scope_registry.threads(self.user_id)
+
+    def chat(self, thread_id: str, text: str) -> str:
+        """Send a user message on the user's thread ``thread_id``; returns the answer.
+
+        Raises:
+            InputError: An invalid thread id or text (nothing written).
+            ThreadBusyError: Another writer kept the thread past the lock timeout.
+        """
+        stored = self.thread(thread_id)
+        text = check_message_text(text)
+        self.memory.scope_registry.add(self.user_id, thread_id)
+        return self.memory.chat(
+            stored, text, user_id=self.user_id, scope_quotes=self.recall(thread_id, text)
+        )
+
+    def context(self, thread_id: str, text: str) -> ContextReport:
+        """The main window a turn on ``thread_id`` would assemble for ``text`` (nothing stored)."""
+        stored = self.thread(thread_id)
+        text = check_message_text(text)
+        return self.memory.context(
+            stored, text, user_id=self.user_id, scope_quotes=self.recall(thread_id, text)
+        )
+
+    def import_messages(self, thread_id: str, messages: Sequence[object]) -> int:
+        """Import a past conversation into the user's thread (``TopicMemory.import_messages``)."""
+        stored = self.thread(thread_id)
+        self.memory.scope_registry.add(self.user_id, thread_id)
+        return self.memory.import_messages(stored, messages)  # type: ignore[arg-type]
+
+    def recall(self, thread_id: str, text: str) -> list[ScopeQuote]:
+        """What the user's other threads hold for ``text`` (none in ``thread`` scope)."""
+        if self.scope != "user":
+            return []
+        return recall_from_threads(self.memory, self.user_id, check_thread_id(thread_id), text)
+
+    def forget(self) -> list[str]:
+        """Delete every thread of the user and their registry; returns the threads deleted."""
+        return forget_user(self.memory, self.user_id)
+
+    def remnants(self) -> list[str]:
+        """What of the user is still stored, one line each (empty after ``forget``)."""
+        return user_remnants(self.memory, self.user_id)
