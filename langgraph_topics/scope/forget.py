@@ -42,7 +42,7 @@ def forget_user(memory: TopicMemory, user_id: str) -> list[str]:
     """
     stored_ids = _user_threads(memory, user_id)
     for stored_id in stored_ids:
-        _forget_thread(memory, stored_id)
+        delete_thread(memory, stored_id)
     _sweep(memory, user_id)
     memory.scope_registry.remove_user(user_id)
     return stored_ids
@@ -85,7 +85,11 @@ def _checkpointed(memory: TopicMemory, user_id: str) -> list[str]:
     return list(found)
 
 
-def _forget_thread(memory: TopicMemory, stored_id: str) -> None:
+def delete_thread(memory: TopicMemory, stored_id: str) -> None:
+    """Delete one thread everywhere: checkpoints, files, topic index, store items, workflow.
+
+    Held under the thread's writer lock (a turn under way finishes first).
+    """
     data_dir = Path(memory.settings.data_dir)
     memory.wait_idle(stored_id)  # a split planned after the last reply lands first
     with memory.writing(stored_id):

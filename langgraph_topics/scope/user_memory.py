@@ -9,17 +9,19 @@ own), then runs as any thread's turn, with what it read quoted in its window.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.scope.forget import forget_user, user_remnants
 from langgraph_topics.scope.recall import ScopeQuote, recall_from_threads
 from langgraph_topics.scope.registry import RegisteredThread
+from langgraph_topics.scope.run_scope import check_thread_owner
 from langgraph_topics.scope.threads import (
     MemoryScope,
     check_scope,
     check_user_id,
+    local_thread_id,
     scoped_thread_id,
 )
 from langgraph_topics.thread_ids import check_thread_id
@@ -55,6 +57,28 @@ class UserMemory:
     def threads(self) -> list[RegisteredThread]:
         """The user's threads, in the order they joined."""
         return self.memory.scope_registry.threads(self.user_id)
+
+    def register(self, stored_id: str) -> None:
+        """Record the thread stored as ``stored_id`` as the user's (it must be the user's)."""
+        check_thread_owner(check_thread_id(stored_id), self.user_id)
+        self.memory.scope_registry.add(self.user_id, local_thread_id(stored_id))
+
+    def run_turn(self, stored_id: str, payload: Mapping[str, Any], **options: Any) -> Any:
+        """``TopicMemory.run_turn`` on the user's thread stored as ``stored_id`` (the CLI's).
+
+        The thread is registered, and in ``user`` scope the payload's last user message is
+        looked for in the user's other threads first.
+        """
+        self.register(stored_id)
+        quotes = self.recall(local_thread_id(stored_id), _last_user_text(payload))
+        return self.memory.run_turn(
+            stored_id, payload, user_id=self.user_id, scope_quotes=quotes, **options
+        )
+
+    def context_of(self, stored_id: str, text: str) -> ContextReport:
+        """``context`` of the user's thread stored as ``stored_id`` (the CLI's)."""
+        check_thread_owner(check_thread_id(stored_id), self.user_id)
+        return self.context(local_thread_id(stored_id), text)
 
     def chat(self, thread_id: str, text: str) -> str:
         """Send a user message on the user's thread ``thread_id``; returns the answer.
@@ -97,3 +121,12 @@ class UserMemory:
     def remnants(self) -> list[str]:
         """What of the user is still stored, one line each (empty after ``forget``)."""
         return user_remnants(self.memory, self.user_id)
+
+
+def _last_user_text(payload: Mapping[str, Any]) -> str:
+    """The text of the payload's last user message ('' when it carries none)."""
+    for message in reversed(list(payload.get("messages") or [])):
+        if getattr(message, "type", None) == "human":
+            content = message.content
+            return content if isinstance(content, str) else ""
+    return ""
