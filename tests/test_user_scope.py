@@ -29,7 +29,7 @@ HOSTILE_USERS = ["", "a\x00b", "x" * 300, "tab\there", "\x1fann-0123456789\x1f",
 
 def open_memory(data_dir: Path, **changes: Any) -> TopicMemory:
     """A native memory on the offline multilingual encoder (the default embedder)."""
-    settings = Settings(data_dir=data_dir, budget_tokens=2000, **changes)
+    settings = Settings(data_dir=data_dir, **{"budget_tokens": 2000, **changes})
     embedder = UseEmbedder()
     return TopicMemory(settings=settings, roles=native_roles(embedder, settings), embedder=embedder)
 

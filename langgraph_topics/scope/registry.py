@@ -64,7 +64,7 @@ class ScopeRegistry(Protocol):
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _once(entries: Iterable[RegisteredThread]) -> list[RegisteredThread]:
@@ -157,19 +157,19 @@ class StoreScopeRegistry:
     def threads(self, user_id: str) -> list[RegisteredThread]:
         """The user's threads, in the order they joined, each once."""
         namespace = user_namespace(check_user_id(user_id))
-        entries: list[RegisteredThread] = []
+        entries: list[tuple[str, datetime, RegisteredThread]] = []
         offset = 0
         while True:
             page = self.store.search(namespace, limit=self.PAGE, offset=offset)
             for item in page:
                 entry = _parsed(json.dumps(item.value).encode("utf-8"))
                 if entry is not None and entry["user_id"] == user_id:
-                    entries.append(entry)
+                    entries.append((entry["joined"], item.created_at, entry))
             if len(page) < self.PAGE:
                 break
             offset += self.PAGE
-        entries.sort(key=lambda e: e["joined"])
-        return _once(entries)
+        entries.sort(key=lambda e: (e[0], e[1]))
+        return _once(e[2] for e in entries)
 
     def add(self, user_id: str, thread_id: str) -> None:
         """Record ``thread_id`` as one of the user's threads (nothing when it is already)."""
