@@ -43,7 +43,8 @@ def user_id_of(runtime: Runtime[Any] | None) -> str | None:
 
 def check_run_scope(runtime: Runtime[Any] | None, thread_id: str) -> None:
     """Refuse a graph run whose thread is stored as another user's (``check_thread_owner``)."""
-    check_thread_owner(thread_id, user_id_of(runtime))
+    if scoped_parts(thread_id) is not None:  # a plain thread's turn looks up nothing more
+        check_thread_owner(thread_id, user_id_of(runtime))
 
 
 def check_thread_owner(thread_id: str, user_id: str | None) -> None:
