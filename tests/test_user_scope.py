@@ -5,17 +5,19 @@ The Postgres profile runs the same scenarios in ``test_user_scope_postgres.py``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runner import run_cli
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.errors import InputError
 from langgraph_topics.roles.native import native_roles
-from langgraph_topics.scope.threads import scoped_thread_id
+from langgraph_topics.scope.threads import scoped_thread_id, user_key
 from langgraph_topics.stores.embeddings import UseEmbedder
 
 FACT = "My sister Greta lives in Lisbon and keeps bees on her roof."
@@ -208,3 +210,150 @@ def test_user_threads_are_stored_apart_from_plain_threads(tmp_path: Path) -> Non
     assert len(names) == 2
     assert names[0].startswith("@ann-") and not names[1].startswith("@")
     assert (tmp_path / "users").is_dir()
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_the_command_line_chats_as_a_user_forgets_and_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "cli")
+    for user, thread, line in (
+        ("ann", "t1", FACT),
+        ("ann", "t3", "Which tomato varieties grow well on a balcony?"),
+        ("bob", "t1", "My brother Olaf moved to Tromsø to study whales."),
+    ):
+        status, _, errors = run_cli(
+            capsys, "chat", "--data-dir", data, "--user", user, "--thread", thread, stdin=line
+        )
+        assert status == 0, errors
+    context = ("context", QUESTION, "--data-dir", data, "--user", "ann", "--thread", "t3")
+    status, out, _ = run_cli(capsys, *context, "--show-prompt")
+    assert status == 0 and "(thread “t1”) user: My sister Greta lives in Lisbon" in out
+    status, out, _ = run_cli(capsys, *context, "--show-prompt", "--scope", "thread")
+    assert status == 0 and "Lisbon" not in out
+    status, out, _ = run_cli(capsys, "check", "--data-dir", data, "--user", "ann")
+    assert status == 0 and "2 threads checked (t1, t3)" in out
+    status, out, _ = run_cli(capsys, "forget", "--data-dir", data, "--user", "ann", "--json")
+    report = json.loads(out)
+    assert status == 0 and report["ok"] and sorted(report["threads_deleted"]) == ["t1", "t3"]
+    status, out, _ = run_cli(capsys, "check", "--data-dir", data, "--user", "ann")
+    assert status == 0 and "nothing of user 'ann' is stored" in out
+    status, out, _ = run_cli(capsys, "check", "--data-dir", data, "--user", "bob")
+    assert status == 0 and "1 threads checked (t1)" in out
+    status, _, errors = run_cli(capsys, "topics", "--data-dir", data, "--user", "ann")
+    assert status == 2 and errors == [
+        f"langgraph-topics: error: no thread 'default' of that user (user key "
+        f"{user_key('ann')}) in {data}"
+    ]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("--user", ""),
+        ("--user", "x" * 300),
+        ("--user", "tab\there"),
+        ("--thread", "\x1fann-744cb9a9fb\x1ft1"),  # a user's stored id, named directly
+    ],
+)
+def test_the_command_line_refuses_bad_ids_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: tuple[str, ...]
+) -> None:
+    data = tmp_path / "cli"
+    with pytest.raises(SystemExit) as stopped:  # a usage error
+        run_cli(capsys, "chat", "--data-dir", str(data), *arguments, stdin="hello")
+    assert stopped.value.code == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 1 and "invalid" in errors[0]
+    assert not data.exists()
+
+
+def test_the_command_line_refuses_a_scope_without_a_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "cli"
+    status, _, errors = run_cli(
+        capsys, "chat", "--data-dir", str(data), "--scope", "user", stdin="hello"
+    )
+    assert status == 2 and errors == [
+        "langgraph-topics: error: --scope needs --user (a thread without a user reads itself only)"
+    ]
+    assert not data.exists()
+
+
+def test_the_command_line_migrates_a_thread_to_a_user(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = str(tmp_path / "cli")
+    assert run_cli(capsys, "chat", "--data-dir", data, "--thread", "old", stdin=FACT)[0] == 0
+    status, out, errors = run_cli(
+        capsys, "migrate", "--user", "ann", "--thread", "old", "--data-dir", data
+    )
+    assert status == 0, errors
+    assert "1 threads now in the memory of user 'ann'" in out
+    status, _, errors = run_cli(capsys, "transcript", "--data-dir", data, "--thread", "old")
+    assert status == 2 and "no thread 'old'" in errors[0]
+    status, out, _ = run_cli(
+        capsys, "transcript", "--data-dir", data, "--user", "ann", "--thread", "old"
+    )
+    assert status == 0 and "Lisbon" in out
+    status, out, _ = run_cli(
+        capsys,
+        "context",
+        QUESTION,
+        "--data-dir",
+        data,
+        "--user",
+        "ann",
+        "--thread",
+        "new",
+        "--show-prompt",
+    )
+    assert status == 2  # a thread the user never had is refused, as any unknown thread
+    status, _, errors = run_cli(
+        capsys, "migrate", "--user", "ann", "--thread", "nowhere", "--data-dir", data
+    )
+    assert status == 2 and errors == [f"langgraph-topics: error: no thread 'nowhere' in {data}"]
+
+
+# ------------------------------------------------------------------ migrate --user
+
+
+def test_migrate_keeps_the_history_and_a_failed_copy_loses_nothing(
+    memory: TopicMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph_topics.migration import user_scope
+
+    memory.chat("old", FACT)
+    memory.chat("old", "Which tomato varieties grow well on a balcony?")
+    before = memory.transcript("old")
+    history = [
+        s.config["configurable"]["checkpoint_id"]
+        for s in memory.graph.get_state_history(memory.run_config("old"))
+    ]
+
+    def failing(*_: object) -> int:
+        raise InputError("thread 'old': the copy in the user's scope failed its check: test")
+
+    monkeypatch.setattr(user_scope, "_verify", failing)
+    with pytest.raises(InputError, match="failed its check"):
+        user_scope.assign_threads(memory, "ann", ["old"])
+    assert memory.transcript("old") == before  # the source is whole
+    assert memory.user("ann").threads() == []  # the partial copy is nobody's
+    monkeypatch.undo()
+    assigned = user_scope.assign_threads(memory, "ann", ["old"])
+    assert assigned[0].messages == len(before) and not memory.exists("old")
+    ann = memory.user("ann", scope="user")
+    stored = ann.thread("old")
+    assert memory.transcript(stored) == before
+    copied = [
+        s.config["configurable"]["checkpoint_id"]
+        for s in memory.graph.get_state_history(memory.run_config(stored))
+    ]
+    assert copied == history  # forks and time travel see the same checkpoints
+    assert "Lisbon" in ann.context("new", QUESTION)["context"]["system_prompt"]
+    with pytest.raises(InputError, match="already has a thread 'old'"):
+        memory.chat("old", "again")  # a new plain thread of the same name is fine ...
+        user_scope.assign_threads(memory, "ann", ["old"])  # ... but ann has one already
