@@ -357,3 +357,37 @@ def test_migrate_keeps_the_history_and_a_failed_copy_loses_nothing(
     with pytest.raises(InputError, match="already has a thread 'old'"):
         memory.chat("old", "again")  # a new plain thread of the same name is fine ...
         user_scope.assign_threads(memory, "ann", ["old"])  # ... but ann has one already
+
+
+# ------------------------------------------------------------------ a graph run
+
+
+def test_a_graph_run_names_its_user_in_its_config_or_context(memory: TopicMemory) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from langgraph_topics.services import TopicContext
+
+    memory.user("ann").chat("t1", FACT)
+    stored = scoped_thread_id("ann", "t1")
+    payload = {"messages": [HumanMessage("What did I say?", id="q1")], "mode": "chat"}
+    for user in ("bob", "\x00"):
+        config = {"configurable": {"thread_id": stored, "user_id": user}}
+        with pytest.raises(InputError) as raised:
+            memory.graph.invoke(payload, config, context=TopicContext(services=memory.services))
+        assert "\n" not in str(raised.value)
+    with pytest.raises(InputError, match="belongs to another user"):
+        memory.graph.invoke(
+            payload,
+            {"configurable": {"thread_id": stored}},
+            context=TopicContext(services=memory.services, user_id="bob"),
+        )
+    # Refused before LangGraph saved the input: nothing pending for ann's next turn to finish.
+    assert not memory.interrupted(stored)
+    result = memory.graph.invoke(
+        payload,
+        {"configurable": {"thread_id": stored, "user_id": "ann"}},
+        context=TopicContext(services=memory.services),
+    )
+    assert result["messages"][-1].type == "ai"
+    said = [m["content"] for m in memory.transcript(stored) if m["role"] == "user"]
+    assert said == [FACT, "What did I say?"]  # once: the refused runs left nothing

@@ -9,7 +9,7 @@ reaches it directly), so a user id never reads another user's thread.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.config import get_config
@@ -31,7 +31,7 @@ def user_id_of(runtime: Runtime[Any] | None) -> str | None:
     """
     context = runtime.context if runtime is not None else None
     given = getattr(context, USER_ID_KEY, None)
-    if given is None and isinstance(context, dict):
+    if given is None and isinstance(context, Mapping):
         given = context.get(USER_ID_KEY)
     if given is None:
         try:
@@ -41,10 +41,35 @@ def user_id_of(runtime: Runtime[Any] | None) -> str | None:
     return None if given is None else check_user_id(given)
 
 
+def refuse_foreign_run(config: Mapping[str, Any] | None, context: Any) -> None:
+    """Refuse a run of a user's thread under another user id, before the run starts.
+
+    ``config`` and ``context`` as given to ``invoke``/``stream``: the context's ``user_id``
+    (an attribute, or a key of a dict context), else ``configurable.user_id``.
+
+    Raises:
+        InputError: One line (``check_thread_owner``), or a user id that cannot name one.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if not isinstance(thread_id, str) or scoped_parts(thread_id) is None:
+        return
+    given = getattr(context, USER_ID_KEY, None)
+    if given is None and isinstance(context, Mapping):
+        given = context.get(USER_ID_KEY)
+    if given is None:
+        given = configurable.get(USER_ID_KEY)
+    check_thread_owner(thread_id, None if given is None else check_user_id(given))
+
+
 def check_run_scope(runtime: Runtime[Any] | None, thread_id: str) -> None:
-    """Refuse a graph run whose thread is stored as another user's (``check_thread_owner``)."""
-    if scoped_parts(thread_id) is not None:  # a plain thread's turn looks up nothing more
-        check_thread_owner(thread_id, user_id_of(runtime))
+    """Refuse a graph run whose thread is stored as another user's (``check_thread_owner``).
+
+    Raises:
+        InputError: That, or a user id that cannot name a user (even on a plain thread: a
+            client sending a NUL or an empty id made a mistake worth one line).
+    """
+    check_thread_owner(thread_id, user_id_of(runtime))
 
 
 def check_thread_owner(thread_id: str, user_id: str | None) -> None:
