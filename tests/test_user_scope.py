@@ -369,9 +369,9 @@ def test_a_graph_run_names_its_user_in_its_config_or_context(memory: TopicMemory
 
     memory.user("ann").chat("t1", FACT)
     stored = scoped_thread_id("ann", "t1")
-    payload = {"messages": [HumanMessage("What did I say?", id="q1")], "mode": "chat"}
+    payload: Any = {"messages": [HumanMessage("What did I say?", id="q1")], "mode": "chat"}
     for user in ("bob", "\x00"):
-        config = {"configurable": {"thread_id": stored, "user_id": user}}
+        config: Any = {"configurable": {"thread_id": stored, "user_id": user}}
         with pytest.raises(InputError) as raised:
             memory.graph.invoke(payload, config, context=TopicContext(services=memory.services))
         assert "\n" not in str(raised.value)
@@ -391,3 +391,24 @@ def test_a_graph_run_names_its_user_in_its_config_or_context(memory: TopicMemory
     assert result["messages"][-1].type == "ai"
     said = [m["content"] for m in memory.transcript(stored) if m["role"] == "user"]
     assert said == [FACT, "What did I say?"]  # once: the refused runs left nothing
+
+
+def test_a_thread_that_cannot_be_read_is_left_out_and_the_turn_answers(
+    memory: TopicMemory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langgraph_topics.errors import ThreadBusyError
+    from langgraph_topics.scope import recall
+
+    three_threads(memory, "ann")
+    read = recall._read_thread
+
+    def busy_t2(memory: TopicMemory, stored_id: str, query: str) -> list[recall.ScopeQuote]:
+        if stored_id.endswith("t2"):
+            raise ThreadBusyError("thread 't2' is busy")
+        return read(memory, stored_id, query)
+
+    monkeypatch.setattr(recall, "_read_thread", busy_t2)
+    ann = memory.user("ann", scope="user")
+    assert ann.chat("t3", QUESTION)
+    assert "Lisbon" in memory.state(ann.thread("t3"))["context"]["system_prompt"]
+    assert any("thread 't2' not read" in r.getMessage() for r in caplog.records)

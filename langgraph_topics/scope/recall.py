@@ -3,9 +3,11 @@
 Runs before the turn takes its own thread's locks: each other thread is read under its own
 files lock (the reader's lock: a writer appending waits for it, never the other way round),
 one thread at a time and never for writing, so two threads of one user taking turns at once
-never wait on each other's locks. Each thread is read as its newest checkpoint sees it (its
-branch's topic ranges, its unsplit messages), with the evidence search a turn runs on its own
-thread (``retrieval/history_search.py``: no model call, nothing written).
+never wait on each other's locks. A thread that cannot be read (busy past the lock timeout, a
+damaged store) is left out of the turn with one warning line; the turn goes on. Each thread
+is read as its newest checkpoint sees it (its branch's topic ranges, its unsplit messages),
+with the evidence search a turn runs on its own thread (``retrieval/history_search.py``: no
+model call, nothing written).
 
 Each thread's evidence relevance is relative to that thread (its best message scores high
 however weak it is), so a hit is kept only when its text is close to the question by the
@@ -16,9 +18,11 @@ thread is a plain message, never half of a call and its result (invariant 8).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypedDict
 
+from langgraph_topics.errors import first_line
 from langgraph_topics.retrieval.history_search import search_history
 from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id
 from langgraph_topics.state.records import StoredMessage
@@ -26,6 +30,8 @@ from langgraph_topics.state.working_set import stored_view
 
 if TYPE_CHECKING:
     from langgraph_topics.memory import TopicMemory
+
+log = logging.getLogger(__name__)
 
 PER_THREAD = 8
 """Best messages read from each other thread."""
@@ -66,9 +72,16 @@ def recall_from_threads(
     for registered in memory.scope_registry.threads(user_id):
         if registered["thread_id"] == thread_id:
             continue
-        found.extend(
-            _read_thread(memory, scoped_thread_id(user_id, registered["thread_id"]), query)
-        )
+        try:
+            found.extend(
+                _read_thread(memory, scoped_thread_id(user_id, registered["thread_id"]), query)
+            )
+        except Exception as error:  # invariant 4: one thread unread, never the turn lost
+            log.warning(
+                "user scope: thread %r not read for this turn: %s",
+                registered["thread_id"],
+                first_line(error),
+            )
     found.sort(key=lambda q: -q["similarity"])
     return found[:QUOTES]
 
