@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from cli_runner import run_cli
+from conversations import subject_records
 
 from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
@@ -412,3 +413,20 @@ def test_a_thread_that_cannot_be_read_is_left_out_and_the_turn_answers(
     assert ann.chat("t3", QUESTION)
     assert "Lisbon" in memory.state(ann.thread("t3"))["context"]["system_prompt"]
     assert any("thread 't2' not read" in r.getMessage() for r in caplog.records)
+
+
+def test_split_history_of_another_thread_is_quoted_too(tmp_path: Path) -> None:
+    """Messages already split into the other thread's topics are found, not only its tail."""
+    with open_memory(tmp_path / "m", budget_tokens=600, keep_recent=6) as memory:
+        ann = memory.user("ann", scope="user")
+        records = subject_records(["kyoto", "stocks", "sourdough"], prefix="a")
+        assert ann.import_messages("history", records) == len(records)
+        memory.wait_idle()
+        stored = ann.thread("history")
+        topics = memory.topics(stored)
+        assert topics, "the import should have split into topics"
+        held = set(memory.services.stores(stored).topic_store.message_ids())  # split ones
+        window = ann.context("new", "Which neighbourhood in Kyoto is best to stay in?")["context"]
+        quoted = {q["message_id"] for q in window.get("scope_quotes", [])}
+        assert quoted & held, "a message from the other thread's topics should be quoted"
+        assert "Gion" in window["system_prompt"]

@@ -9,9 +9,12 @@ own), then runs as any thread's turn, with what it read quoted in its window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.messages import BaseMessage
+
+from langgraph_topics.importing import SourcedRecord
 from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.scope.forget import forget_user, user_remnants
 from langgraph_topics.scope.recall import ScopeQuote, recall_from_threads
@@ -102,11 +105,13 @@ class UserMemory:
             stored, text, user_id=self.user_id, scope_quotes=self.recall(thread_id, text)
         )
 
-    def import_messages(self, thread_id: str, messages: Sequence[object]) -> int:
+    def import_messages(
+        self, thread_id: str, messages: Iterable[BaseMessage | Mapping[str, Any] | SourcedRecord]
+    ) -> int:
         """Import a past conversation into the user's thread (``TopicMemory.import_messages``)."""
         stored = self.thread(thread_id)
         self.memory.scope_registry.add(self.user_id, thread_id)
-        return self.memory.import_messages(stored, messages)  # type: ignore[arg-type]
+        return self.memory.import_messages(stored, messages)
 
     def recall(self, thread_id: str, text: str) -> list[ScopeQuote]:
         """What the user's other threads hold for ``text`` (none in ``thread`` scope)."""
