@@ -179,8 +179,15 @@ def test_forget_leaves_nothing_of_the_user_in_any_store(memory: TopicMemory) -> 
         if path.is_file() and path.suffix in (".jsonl", ".json"):
             text = path.read_text(encoding="utf-8", errors="replace")
             assert "Greta" not in text and "sourdough" not in text, path
-    database = (data_dir / "checkpoints.sqlite").read_bytes()
-    assert b"ann-" not in database.replace(b"bob-", b"")  # no checkpoint of hers
+    # Not even in the SQLite files' free pages or logs (deleted rows keep their bytes there).
+    key = user_key("ann").encode()
+    for path in [*data_dir.glob("checkpoints.sqlite*"), *(data_dir / "index").glob("*.sqlite3*")]:
+        assert key not in path.read_bytes(), path
+    assert (
+        user_key("bob").encode()
+        in (data_dir / "checkpoints.sqlite").read_bytes()
+        + (data_dir / "checkpoints.sqlite-wal").read_bytes()
+    )
     # Bob and the plain thread are whole.
     assert "Tromsø" in system_prompt(memory, "bob", "user", "Where did my brother Olaf move?")
     assert memory.check(memory.user("bob").thread("t1")).ok

@@ -7,6 +7,8 @@ user's prefix (``thread_ids.user_prefix``) in directory names, Chroma collection
 ``BaseStore`` namespace labels. Each thread is deleted holding its writer lock (a turn under
 way finishes first; a writer holding it past the timeout stops the ``forget`` with
 ``ThreadBusyError``); the registry goes last, so an interrupted ``forget`` is run again.
+The deleted rows are scrubbed from the SQLite files' free pages and logs too (``erasure.py``),
+and ``user_remnants`` looks for the user's key in those files' raw bytes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from langgraph.store.base import BaseStore
 
+from langgraph_topics.scope.erasure import erasing, residue, vacuum_index
 from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id, user_key
 from langgraph_topics.services import index_collection_name, thread_directory
 from langgraph_topics.stores.base_store_topics import NAMESPACE_PREFIX, thread_namespace
@@ -41,9 +44,12 @@ def forget_user(memory: TopicMemory, user_id: str) -> list[str]:
             before it are gone, the rest and the registry kept: run it again).
     """
     stored_ids = _user_threads(memory, user_id)
-    for stored_id in stored_ids:
-        delete_thread(memory, stored_id)
+    with erasing(memory.checkpointer):
+        for stored_id in stored_ids:
+            delete_thread(memory, stored_id)
     _sweep(memory, user_id)
+    if memory.shared_store is None and memory.settings.chroma_url is None:
+        vacuum_index(Path(memory.settings.data_dir))
     memory.scope_registry.remove_user(user_id)
     return stored_ids
 
@@ -64,6 +70,7 @@ def user_remnants(memory: TopicMemory, user_id: str) -> list[str]:
     store = _shared_store(memory)
     if store is not None:
         found.extend(f"store namespace {ns}" for ns in _namespaces(store, prefix))
+    found.extend(f"{p}: deleted bytes of the user" for p in residue(data_dir, user_key(user_id)))
     return found
 
 
