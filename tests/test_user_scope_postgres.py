@@ -86,10 +86,19 @@ def test_forget_leaves_nothing_of_the_user_in_the_database(
                 ann.chat("t2", question)
         memory.wait_idle()
         assert _labels(memory, "@ann-"), "ann's thread t2 should have split into topics"
+        with open_shared(postgres_uri, tmp_path / "worker-b", **small) as other:
+            assert "Lisbon" in system_prompt(other, "ann", "user")  # b caches ann's threads
         assert ann.remnants()
         assert len(ann.forget()) == 3
         assert ann.remnants() == []
         assert not _labels(memory, "@ann-")
+    with open_shared(postgres_uri, tmp_path / "worker-b", **small) as other:
+        # The shared rows are gone; worker b's own cache of ann's threads is its to sweep.
+        left = other.user("ann").remnants()
+        assert left and all("worker-b" in line or "collection" in line for line in left)
+        assert other.user("ann").forget() == []
+        assert other.user("ann").remnants() == []
+    with open_shared(postgres_uri, tmp_path / "worker", **small) as memory:
         assert "Tromsø" in system_prompt(memory, "bob", "user", OLAF_QUESTION)
         assert memory.check(memory.user("bob").thread("t1")).ok
     with psycopg.connect(postgres_uri) as connection:

@@ -48,7 +48,7 @@ def forget_user(memory: TopicMemory, user_id: str) -> list[str]:
         for stored_id in stored_ids:
             delete_thread(memory, stored_id)
     _sweep(memory, user_id)
-    if memory.shared_store is None and memory.settings.chroma_url is None:
+    if memory.settings.chroma_url is None:
         vacuum_index(Path(memory.settings.data_dir))
     memory.scope_registry.remove_user(user_id)
     return stored_ids
