@@ -1,7 +1,8 @@
 """The user of a graph run, and the refusal of a thread stored as another user's.
 
 A run names its user as ``context.user_id`` or ``config["configurable"]["user_id"]`` (the
-context's wins). A user's threads are stored under user-scoped ids (``threads.py``); a run
+context's wins; LangGraph Server fills the latter with its authenticated user, empty without
+authentication). A user's threads are stored under user-scoped ids (``threads.py``); a run
 whose thread is one user's and whose user is another is refused with one line (by
 ``TopicMemory`` before the turn writes anything; by the graph's first node for a run that
 reaches it directly), so a user id never reads another user's thread.
@@ -38,7 +39,16 @@ def user_id_of(runtime: Runtime[Any] | None) -> str | None:
             given = (get_config().get("configurable") or {}).get(USER_ID_KEY)
         except RuntimeError:  # outside a run
             given = None
-    return None if given is None else check_user_id(given)
+    return _checked(given)
+
+
+def _checked(given: object) -> str | None:
+    """A run's user id, checked; None for none.
+
+    LangGraph Server puts its authenticated user in ``configurable.user_id``, the empty string
+    when the request carried no authentication: that is no user, not a bad one.
+    """
+    return None if given is None or given == "" else check_user_id(given)
 
 
 def refuse_foreign_run(config: Mapping[str, Any] | None, context: Any) -> None:
@@ -59,7 +69,7 @@ def refuse_foreign_run(config: Mapping[str, Any] | None, context: Any) -> None:
         given = context.get(USER_ID_KEY)
     if given is None:
         given = configurable.get(USER_ID_KEY)
-    check_thread_owner(thread_id, None if given is None else check_user_id(given))
+    check_thread_owner(thread_id, _checked(given))
 
 
 def check_run_scope(runtime: Runtime[Any] | None, thread_id: str) -> None:
