@@ -100,9 +100,10 @@ class UserTurns:
         return self._user.context_of(thread_id, text)
 
     def import_messages(self, thread_id: str, records: Sequence[Any], **options: Any) -> int:
-        """``TopicMemory.import_messages`` into the user's thread (registered first)."""
+        """``TopicMemory.import_messages`` into the user's thread (registered once done)."""
+        added = int(self._memory.import_messages(thread_id, records, **options))
         self._user.register(thread_id)
-        return int(self._memory.import_messages(thread_id, records, **options))
+        return added
 
 
 def run_forget(args: argparse.Namespace, open_memory: Callable[..., Any]) -> int:

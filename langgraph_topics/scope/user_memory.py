@@ -108,10 +108,14 @@ class UserMemory:
     def import_messages(
         self, thread_id: str, messages: Iterable[BaseMessage | Mapping[str, Any] | SourcedRecord]
     ) -> int:
-        """Import a past conversation into the user's thread (``TopicMemory.import_messages``)."""
-        stored = self.thread(thread_id)
+        """Import a past conversation into the user's thread (``TopicMemory.import_messages``).
+
+        The thread is registered once the import is done: a refused input registers nothing
+        (an import cut short is found by ``forget`` through its checkpoints all the same).
+        """
+        added = self.memory.import_messages(self.thread(thread_id), messages)
         self.memory.scope_registry.add(self.user_id, thread_id)
-        return self.memory.import_messages(stored, messages)
+        return added
 
     def recall(self, thread_id: str, text: str) -> list[ScopeQuote]:
         """What the user's other threads hold for ``text`` (none in ``thread`` scope)."""
