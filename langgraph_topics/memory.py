@@ -12,11 +12,12 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 from langgraph.types import Durability, StateSnapshot
 
 from langgraph_topics.checks import (
@@ -53,6 +54,9 @@ from langgraph_topics.review.criteria import ArchiveGuard
 from langgraph_topics.review.schedule import parse_review_at, review_due
 from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.roles.protocols import Roles, ThemePhrase
+from langgraph_topics.scope.recall import ScopeQuote
+from langgraph_topics.scope.registry import FileScopeRegistry, ScopeRegistry, StoreScopeRegistry
+from langgraph_topics.scope.run_scope import check_thread_owner
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
 from langgraph_topics.services import (
     TopicContext,
@@ -112,6 +116,9 @@ from langgraph_topics.workflow import (
     parse_dag,
     workflow_file,
 )
+
+if TYPE_CHECKING:
+    from langgraph_topics.scope.user_memory import UserMemory
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +286,7 @@ class TopicMemory:
             else None
         )
         """Splits planned after a chat turn's reply (None: a turn splits before reading)."""
+        self._registry: ScopeRegistry | None = None
         self._holds = threading.local()
         """How deep the calling thread holds this memory's thread locks (``_settled``)."""
         self._replay_graph = build_graph(full_input=True)
@@ -295,6 +303,11 @@ class TopicMemory:
         """The shared topic store's high-water sequence number of a thread (0: none)."""
         assert self._profile is not None
         return stored_head(self._profile.store, thread_id)
+
+    @property
+    def shared_store(self) -> BaseStore | None:
+        """The ``postgres`` profile's store every worker shares (None: embedded)."""
+        return None if self._profile is None else self._profile.store
 
     @property
     def location(self) -> str:
@@ -436,6 +449,8 @@ class TopicMemory:
         *,
         services: TopicServices | None = None,
         checkpoint_id: str | None = None,
+        user_id: str | None = None,
+        scope_quotes: Sequence[ScopeQuote] = (),
     ) -> dict[str, Any]:
         """Run one turn of the graph on ``payload``, holding the thread's locks.
 
@@ -446,6 +461,8 @@ class TopicMemory:
                 by default. They must share the memory's store cache (``dataclasses.replace``).
             checkpoint_id: Run from this earlier checkpoint instead of the newest: a fork, as
                 Studio makes one. The new branch sees the topics as they were there.
+            user_id: The user of a user-scoped thread (``TopicMemory.user``).
+            scope_quotes: What the turn read of the user's other threads (user scope).
 
         Returns:
             The state values after the turn.
@@ -454,6 +471,7 @@ class TopicMemory:
             InputError: An invalid thread id (a ``ValueError``).
             ThreadBusyError: Another writer kept the thread longer than the timeout.
         """
+        check_thread_owner(check_thread_id(thread_id), user_id)
         with self.writing(thread_id), self._files(thread_id), typed_file_faults():
             if checkpoint_id is None:
                 self._finish_interrupted(thread_id)
@@ -465,7 +483,7 @@ class TopicMemory:
                     self.graph.invoke(
                         cast(Any, dict(payload)),
                         self.run_config(thread_id, checkpoint_id),
-                        context=self._context(services),
+                        context=self._context(services, user_id=user_id, scope_quotes=scope_quotes),
                         durability=DURABILITY,
                     ),
                 )
@@ -514,9 +532,51 @@ class TopicMemory:
             len(record["archived"]),
         )
 
-    def _context(self, services: TopicServices | None = None) -> TopicContext:
-        """The run context of this memory's turns (its services, its background splits)."""
-        return TopicContext(services=services or self.services, prepared_splits=self._splits)
+    def _context(
+        self,
+        services: TopicServices | None = None,
+        *,
+        user_id: str | None = None,
+        scope_quotes: Sequence[ScopeQuote] = (),
+    ) -> TopicContext:
+        """The run context of this memory's turns (its services, its background splits).
+
+        ``user_id`` and ``scope_quotes``: a user's turn, and what it read of the user's other
+        threads (``scope.user_memory``); a plain thread's turn passes neither.
+        """
+        if user_id is None and not scope_quotes:
+            return TopicContext(services=services or self.services, prepared_splits=self._splits)
+        return TopicContext(
+            services=services or self.services,
+            prepared_splits=self._splits,
+            user_id=user_id,
+            scope_quotes=list(scope_quotes),
+        )
+
+    @property
+    def scope_registry(self) -> ScopeRegistry:
+        """Which threads each user has (``scope.registry``): a file per user, or the database's."""
+        if self._registry is None:
+            if self._profile is not None:
+                self._registry = StoreScopeRegistry(self._profile.store)
+            else:
+                self._registry = FileScopeRegistry(Path(self.settings.data_dir))
+        return self._registry
+
+    def user(self, user_id: str, scope: str | None = None) -> UserMemory:
+        """The memory of one user: their threads, read as one scope (issue 40).
+
+        Args:
+            user_id: The user (checked like a thread id: one clear line when it cannot be one).
+            scope: ``user`` (a turn also reads the user's other threads) or ``thread`` (its own
+                only); ``Settings.memory_scope`` by default.
+
+        Raises:
+            InputError: An invalid user id or scope.
+        """
+        from langgraph_topics.scope.user_memory import UserMemory
+
+        return UserMemory(self, user_id, scope or self.settings.memory_scope)
 
     def resume(self, thread_id: str) -> dict[str, Any] | None:
         """Finish a turn that a crash (or a failing step) cut short.
@@ -572,8 +632,17 @@ class TopicMemory:
                 ),
             )
 
-    def chat(self, thread_id: str, text: str) -> str:
+    def chat(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        user_id: str | None = None,
+        scope_quotes: Sequence[ScopeQuote] = (),
+    ) -> str:
         """Send a user message and return the assistant's answer.
+
+        ``user_id`` and ``scope_quotes`` are ``TopicMemory.user``'s (a user's thread).
 
         Raises:
             InputError: An invalid thread id or a text UTF-8 cannot store (a lone surrogate),
@@ -582,7 +651,10 @@ class TopicMemory:
         """
         text = check_message_text(text)
         result = self.run_turn(
-            thread_id, {"messages": [HumanMessage(text, id=_new_id())], "mode": "chat"}
+            thread_id,
+            {"messages": [HumanMessage(text, id=_new_id())], "mode": "chat"},
+            user_id=user_id,
+            scope_quotes=scope_quotes,
         )
         reply = result["messages"][-1]
         return text_of(reply) if isinstance(reply, AIMessage) else ""
@@ -650,8 +722,17 @@ class TopicMemory:
         in_topics = store.get_messages([i for i in ids if i not in working])
         return {**in_topics, **working}
 
-    def context(self, thread_id: str, text: str) -> ContextReport:
+    def context(
+        self,
+        thread_id: str,
+        text: str,
+        *,
+        user_id: str | None = None,
+        scope_quotes: Sequence[ScopeQuote] = (),
+    ) -> ContextReport:
         """Assemble the main window for ``text`` as a turn would, changing nothing stored.
+
+        ``user_id`` and ``scope_quotes`` are ``TopicMemory.user``'s (a user's thread).
 
         Everything before the response runs (estimate, split, topic windows, activation); the
         split's writes go to an in-memory overlay and the state is not checkpointed. The state
@@ -663,6 +744,7 @@ class TopicMemory:
         """
         thread_id = check_thread_id(thread_id)
         text = check_message_text(text)
+        check_thread_owner(thread_id, user_id)
         # A split being written would land under the replay (its overlay reads the stores as
         # they are): wait for the thread's split under way, then read it as it stands.
         self.wait_idle(thread_id)
@@ -682,7 +764,11 @@ class TopicMemory:
                 self._replay_graph.invoke(
                     cast(Any, values),
                     self.run_config(thread_id),
-                    context=TopicContext(services=self.services.dry_run()),
+                    context=TopicContext(
+                        services=self.services.dry_run(),
+                        user_id=user_id,
+                        scope_quotes=list(scope_quotes) or None,
+                    ),
                 ),
             )
         results = sorted(

@@ -92,9 +92,13 @@ def index_collection_name(thread_id: str) -> str:
     """The Chroma collection of a thread's topic index.
 
     Chroma refuses two consecutive periods in a collection name, which a thread id such as
-    ``../x`` leaves in its directory name; names without them stay as they always were.
+    ``../x`` leaves in its directory name; names without them stay as they always were. A
+    user's thread is ``u-<user key>.<name>`` (``scope.forget`` finds a user's by the prefix).
     """
-    return "t-" + thread_directory_name(thread_id).replace("..", "__")
+    name = thread_directory_name(thread_id).replace("..", "__")
+    if name.startswith("@"):  # a user's thread: Chroma names hold no "@"
+        return "u-" + name[1:].replace("@", ".", 1).replace("..", "__")
+    return "t-" + name
 
 
 @dataclass
@@ -381,6 +385,12 @@ class TopicContext:
     """Splits worked out after a reply (a ``splitting.background.BackgroundSplits``): with it,
     a chat turn leaves its split to the background and a ``split`` run writes the prepared
     one; without it (Studio, a server, a graph invoked directly) a turn splits in the graph."""
+    user_id: str | None = None
+    """The user of the run (``configurable.user_id`` may name it instead): a thread stored as
+    another user's is refused (``scope/run_scope.py``)."""
+    scope_quotes: Any = None
+    """Messages of the user's other threads found for this turn (``scope.recall.ScopeQuote``;
+    user scope, read before the turn took its locks); the window quotes what fits."""
 
     def __post_init__(self) -> None:
         if self.services is not None and not isinstance(self.services, TopicServices):

@@ -306,6 +306,11 @@ class Settings:
     """How long a write (``chat``, an import) waits for another writer of the same thread
     (another process, or thread) before it fails with ``ThreadBusyError``; a read waits as
     long for the turn being written. ``LANGGRAPH_TOPICS_LOCK_TIMEOUT`` sets it."""
+    memory_scope: Literal["thread", "user"] = "thread"
+    """What a turn of a user's thread reads (issue 40): ``thread``, its own thread only (as a
+    plain thread; the default), or ``user``, also the user's other threads, whose messages
+    the window quotes with their thread and date. A thread without a user reads itself only
+    either way. ``TopicMemory.user(user_id, scope=...)`` and ``--scope`` override it."""
     store: Literal["embedded", "postgres"] = field(
         default_factory=lambda: cast(Literal["embedded", "postgres"], _default_store())
     )
@@ -457,6 +462,8 @@ class Settings:
             parse_review_at(self.review_at, f"review_at ({REVIEW_AT_ENV})")
         if self.review_clock not in REVIEW_CLOCKS:
             raise ValueError(f"review_clock must be 'thread' or 'wall', got {self.review_clock!r}")
+        if self.memory_scope not in ("thread", "user"):
+            raise ValueError(f"memory_scope must be 'thread' or 'user', got {self.memory_scope!r}")
         if self.split_threshold not in ("budget70", "dynamic"):
             raise ValueError(
                 f"split_threshold must be 'budget70' or 'dynamic', got {self.split_threshold!r}"

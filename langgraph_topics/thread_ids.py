@@ -21,6 +21,11 @@ from langgraph_topics.errors import InputError
 MAX_THREAD_ID_LENGTH = 256
 """Longest thread id accepted, in characters."""
 
+SCOPE_MARK = "\x1f"
+"""Opens and separates a user-scoped thread id (``scope/threads.py``): a control character,
+which :func:`id_problem` refuses in every id a person or a client names, so that no plain
+thread id ever equals a user's thread."""
+_USER_KEY = re.compile(r"[A-Za-z0-9_-]{0,48}-[0-9a-f]{10}")
 _UNSAFE_IN_DIRECTORY = re.compile(r"[^A-Za-z0-9_.-]")
 _UNSAFE_IN_LABEL = re.compile(r"[^A-Za-z0-9_-]")
 _READABLE_CHARS = 48
@@ -31,7 +36,15 @@ _DIGEST_CHARS = 10
 # regular expression and a SHA-1 each time, for a handful of threads per process.
 @lru_cache(maxsize=4096)
 def thread_directory_name(thread_id: str) -> str:
-    """A file-system-safe, collision-free directory name for a thread id."""
+    """A file-system-safe, collision-free directory name for a thread id.
+
+    A user's thread is named ``@<user key>@<name of its thread id>``: a plain thread's name
+    never holds ``@``, so every file of a user starts with the user's prefix
+    (:func:`user_prefix`) and can be found by it.
+    """
+    parts = scoped_parts(thread_id)
+    if parts is not None:
+        return user_prefix(parts[0]) + thread_directory_name(parts[1])
     return _readable_name(thread_id, _UNSAFE_IN_DIRECTORY, thread_id.encode("utf-8"))
 
 
@@ -41,8 +54,16 @@ def thread_key(thread_id: str) -> str:
     :func:`thread_directory_name` except that ``.`` becomes ``_``, since ``BaseStore``
     namespace labels cannot hold one, and that a lone surrogate is hashed rather than refused.
     """
+    parts = scoped_parts(thread_id)
+    if parts is not None:
+        return user_prefix(parts[0]) + thread_key(parts[1])
     encoded = thread_id.encode("utf-8", "surrogatepass")
     return _readable_name(thread_id, _UNSAFE_IN_LABEL, encoded)
+
+
+def user_prefix(user_key: str) -> str:
+    """How every directory name and namespace label of a user's threads starts."""
+    return f"@{user_key}@"
 
 
 def _readable_name(thread_id: str, unsafe: re.Pattern[str], encoded: bytes) -> str:
@@ -51,8 +72,8 @@ def _readable_name(thread_id: str, unsafe: re.Pattern[str], encoded: bytes) -> s
     return f"{safe}-{sha1(encoded).hexdigest()[:_DIGEST_CHARS]}"
 
 
-def _problem(thread_id: str) -> str | None:
-    """Say what is wrong with a thread id, or None when it is fine."""
+def id_problem(thread_id: str) -> str | None:
+    """Say what is wrong with a thread (or user) id, or None when it is fine."""
     if not thread_id:
         return "it is empty"
     if len(thread_id) > MAX_THREAD_ID_LENGTH:
@@ -70,8 +91,20 @@ def _problem(thread_id: str) -> str | None:
     return None
 
 
+def scoped_parts(thread_id: str) -> tuple[str, str] | None:
+    """``(user key, the user's thread id)`` of a user-scoped thread id, None for a plain one."""
+    if not thread_id.startswith(SCOPE_MARK):
+        return None
+    user_key, mark, local = thread_id[1:].partition(SCOPE_MARK)
+    if not mark or not _USER_KEY.fullmatch(user_key):
+        return None
+    return user_key, local
+
+
 def check_thread_id(thread_id: object) -> str:
     """Return ``thread_id`` unchanged if it can name a thread.
+
+    A user-scoped id (``scope.threads.scoped_thread_id``) is checked by its thread part.
 
     Raises:
         InputError: (a ``ValueError``) naming the id, repr'd, and what is wrong with it.
@@ -81,7 +114,8 @@ def check_thread_id(thread_id: object) -> str:
             f"invalid thread id {thread_id!r:.80}: a string is needed, "
             f"not {type(thread_id).__name__}"
         )
-    problem = _problem(thread_id)
+    parts = scoped_parts(thread_id)
+    problem = id_problem(thread_id if parts is None else parts[1])
     if problem is None:
         return thread_id
     shown = repr(thread_id) if len(thread_id) <= 80 else f"{thread_id[:60]!r}…"

@@ -127,6 +127,7 @@ def test_chat_reads_piped_lines_and_ends_at_eof(tmp_path: Path) -> None:
 
 def _commands() -> list[list[str]]:
     commands = [["demo"], ["chat"], ["import"], ["context"], ["topics"], ["transcript"], ["check"]]
+    commands += [["forget"]]
     commands += [["review"], ["archive"], ["restore"], ["archived"], ["themes"], ["trace"]]
     kinds = ("recall", "embedders", "overhead", "search", "fanout", "history-cost")
     bench = [["bench", kind] for kind in kinds]

@@ -49,6 +49,7 @@ estimate, splits, new topics, activations, recall cues and dormancy; the run end
 examples:
   langgraph-topics chat --thread alice
   printf 'hello\\nwhat about Kyoto?\\n' | langgraph-topics chat --thread alice
+  langgraph-topics chat --user ann --thread trip   # ann's thread; reads ann's other threads
   LANGGRAPH_TOPICS_STRONG_MODEL=openai:gpt-4o LANGGRAPH_TOPICS_CHEAP_MODEL=openai:gpt-4o-mini \\
       langgraph-topics chat --thread alice --budget 8000
 
@@ -174,11 +175,24 @@ examples:
   langgraph-topics check --thread bob
   langgraph-topics check --thread bob --json
   langgraph-topics check --thread bob --checkpoint ID   # the branch of a fork (Studio's id)
+  langgraph-topics check --user ann                   # every thread of ann (after forget: none)
 
 Checks that every message is held exactly once (working set and topic files, against the count
 of messages ever added; a duplicate is named by file:line), reports unreadable lines, and checks
 the last assembled window: all of the last 20 messages present, topic results by score, no
-message twice, within the budget. Exit status 1 when an invariant is broken.
+message twice, within the budget. Exit status 1 when an invariant is broken. With --user and
+no --thread: every thread of that user, or for a user with none, that nothing of it is stored.
+""",
+    f"{PROG} forget": """
+examples:
+  langgraph-topics forget --user ann
+  langgraph-topics forget --user ann --json
+
+Deletes every thread of the user (checkpoints, topic files, indexes, store items, workflows)
+and the user's registry, each thread under its writer lock, then checks that nothing of the
+user is left: exit status 0 when nothing is, 1 otherwise (the lines name what is left). Run it
+again after an interruption: it finds the user's threads by their ids, not only the registry.
+Other users and plain threads are untouched.
 """,
     f"{PROG} workflow": """
 examples:
@@ -217,6 +231,7 @@ examples:
   langgraph-topics migrate --from ./memory --to postgresql://app@db/topics --thread bob --json
   langgraph-topics migrate --from ./memory --to postgresql://app@db/topics \\
       --chroma-url http://chroma:8000
+  langgraph-topics migrate --user ann --thread trip --thread garden --data-dir ./memory
 
 Copies each thread (every checkpoint with its id, parent and pending writes; the topic records
 with their sequence numbers; the topic index; the retrieval cache under --data-dir), then runs
@@ -225,6 +240,10 @@ sides. DATA_DIR's threads are left as they are. Running it again skips what is t
 what an interrupted run left and catches up threads that went on in DATA_DIR; a thread the
 target holds with other data is refused (exit status 2), never overwritten. Exit status 1 when
 a thread fails its verification. --data-dir is the cache directory the workers will use.
+
+With --user (no --from/--to): the --thread threads of --data-dir (or of the database, with
+LANGGRAPH_TOPICS_STORE=postgres) move into that user's memory scope, each copied with its
+checkpoints, checked, then deleted as a plain thread (--keep-source keeps it).
 """,
     f"{PROG} bench": """
 examples:

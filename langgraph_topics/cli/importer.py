@@ -11,6 +11,7 @@ import argparse
 from langgraph_topics.cli.opening import open_memory
 from langgraph_topics.cli.progress import progress_bar
 from langgraph_topics.cli.tables import print_json
+from langgraph_topics.cli.user_scope import scoped_memory
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -26,7 +27,7 @@ def run_import(args: argparse.Namespace) -> int:
     memory = open_memory(args)
     memory.require_checkpoints(args.thread)  # never start a thread over without its history
     with progress_bar(len(records), "importing", "msg") as progress:
-        added = memory.import_messages(args.thread, records, progress=progress)
+        added = scoped_memory(memory, args).import_messages(args.thread, records, progress=progress)
     topics = memory.topics(args.thread)
     already = len(records) - added
     if args.json:

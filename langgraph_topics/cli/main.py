@@ -57,7 +57,10 @@ def _chat(args: argparse.Namespace) -> int:
         settings = replace(settings, review_at=CHAT_REVIEW_AT)
     memory = open_memory(args, settings)
     try:
-        return run_chat(memory, args.thread, args.data_dir, as_json=args.json)
+        from langgraph_topics.cli.user_scope import scoped_memory
+
+        turns = scoped_memory(memory, args)
+        return run_chat(turns, args.thread, args.data_dir, as_json=args.json)
     finally:
         # The split planned after the last reply lands now, while warnings are still one
         # line each: left to interpreter shutdown it failed, with an unformatted line.
@@ -105,6 +108,11 @@ def _handler(command: str) -> Handler:
         from langgraph_topics.cli.themes import run_themes, run_trace
 
         return run_themes if command == "themes" else run_trace
+    if command == "forget":
+        from langgraph_topics.cli.opening import open_memory
+        from langgraph_topics.cli.user_scope import run_forget
+
+        return lambda args: run_forget(args, open_memory)
     if command == "repair":
         from langgraph_topics.cli.opening import open_memory
         from langgraph_topics.cli.repair import run_repair
@@ -122,6 +130,8 @@ def _handler(command: str) -> Handler:
 
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "check" and args.thread is None and args.user is None:
+        args.thread = "default"
     with cli_logging(PROG, verbose=getattr(args, "verbose", False)):
         if args.command == "demo":
             from langgraph_topics.cli.demo import run_demo
@@ -132,6 +142,10 @@ def _run(argv: Sequence[str] | None) -> int:
 
             return run_bench(args)
         try:
+            from langgraph_topics.cli.user_scope import refuse_scope_without_user, scoped_args
+
+            refuse_scope_without_user(args)
+            scoped_args(args)
             return _handler(args.command)(args)
         except InputError as error:
             _error(str(error))

@@ -17,6 +17,7 @@ from typing import Any
 
 from langgraph_topics.cli.remembered import remembered_budget
 from langgraph_topics.cli.tables import render_table
+from langgraph_topics.cli.user_scope import user_type
 from langgraph_topics.errors import InputError
 from langgraph_topics.settings import DATA_DIR_ENV, POSTGRES_SCHEMES, POSTGRES_URI_ENV
 from langgraph_topics.stores.postgres_profile import StoreUnavailableError
@@ -37,17 +38,19 @@ def add_migrate_parser(commands: Any, thread_type: Callable[[str], str]) -> None
     """Register ``migrate``; ``thread_type`` reads a ``--thread`` (a bad id is a usage error)."""
     migrate = commands.add_parser(
         "migrate",
-        help="copy an embedded data directory's threads to a PostgreSQL database",
+        help="copy an embedded data directory's threads to a PostgreSQL database, or assign "
+        "threads to a user (--user)",
         description=(
             "Copy an embedded data directory's threads (checkpoints, topics, indexes) to the "
-            "postgres profile, then check each one there."
+            "postgres profile, then check each one there. With --user, move threads of the "
+            "data directory (or of the database, with LANGGRAPH_TOPICS_STORE=postgres) into "
+            "that user's memory scope instead."
         ),
     )
     migrate.add_argument(
         "--from",
         dest="source",
         type=Path,
-        required=True,
         metavar="DATA_DIR",
         help="the embedded data directory to copy (its threads are left as they are)",
     )
@@ -55,7 +58,6 @@ def add_migrate_parser(commands: Any, thread_type: Callable[[str], str]) -> None
         "--to",
         dest="target",
         type=_postgres_uri,
-        required=True,
         metavar="URI",
         help="the target database, postgresql://user:password@host:5432/database",
     )
@@ -83,6 +85,16 @@ def add_migrate_parser(commands: Any, thread_type: Callable[[str], str]) -> None
             f"without --chroma-url); default ${DATA_DIR_ENV} or ./.langgraph_topics, which "
             "must not be DATA_DIR"
         ),
+    )
+    migrate.add_argument(
+        "--user",
+        type=user_type,
+        help="assign the --thread threads to this user's memory scope (no --from/--to)",
+    )
+    migrate.add_argument(
+        "--keep-source",
+        action="store_true",
+        help="with --user: keep the plain threads too (default: deleted once the copy checks)",
     )
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
     migrate.add_argument(
@@ -142,6 +154,12 @@ def run_migrate(args: argparse.Namespace) -> int:
     """Run ``migrate``; errors are ``InputError`` lines (exit status 2)."""
     from langgraph_topics.migration import MigrationTarget, list_threads, migrate_data_dir
 
+    if args.user is not None:
+        return _run_assign(args)
+    if args.source is None or args.target is None:
+        raise InputError("migrate needs --from and --to (or --user, to assign threads to a user)")
+    if args.keep_source:
+        raise InputError("--keep-source goes with --user")
     source = Path(args.source)
     threads = list(dict.fromkeys(args.threads)) if args.threads else list_threads(source)
     target = MigrationTarget(
@@ -190,4 +208,35 @@ def run_migrate(args: argparse.Namespace) -> int:
     count = len(report.threads)
     threads_text = f"{count} thread" + ("s" if count != 1 else "")
     print(f"\n{threads_text} migrated to {report.target}; every check passed")
+    return 0
+
+
+def _run_assign(args: argparse.Namespace) -> int:
+    """``migrate --user U --thread T…``: move plain threads into U's scope."""
+    from langgraph_topics.cli.opening import open_memory
+    from langgraph_topics.migration.user_scope import assign_threads
+
+    if args.source is not None or args.target is not None:
+        raise InputError(
+            "migrate --user assigns threads within one data directory or database: "
+            "give --data-dir (not --from/--to)"
+        )
+    if not args.threads:
+        raise InputError("migrate --user needs at least one --thread to assign")
+    args.data_dir = Path(args.data_dir or os.environ.get(DATA_DIR_ENV) or ".langgraph_topics")
+    args.budget = None
+    memory = open_memory(args)
+    try:
+        assigned = assign_threads(memory, args.user, args.threads, keep_source=args.keep_source)
+    finally:
+        memory.close()
+    if args.json:
+        print(json.dumps([vars(a) for a in assigned], ensure_ascii=False, indent=2))
+        return 0
+    rows = [
+        [a.thread_id, a.messages, a.checkpoints, "kept" if a.source_kept else "moved"]
+        for a in assigned
+    ]
+    print(render_table(["thread", "messages", "checkpoints", "plain thread"], rows))
+    print(f"\n{len(assigned)} threads now in the memory of user {args.user!r}; every check passed")
     return 0

@@ -100,6 +100,13 @@ def unknown_thread(thread_id: str, location: str, data_dir: Path | None) -> Inpu
         data_dir: The ``--data-dir`` to repeat in the hint (None: the threads are in a
             database).
     """
+    from langgraph_topics.thread_ids import scoped_parts
+
+    parts = scoped_parts(thread_id)
+    if parts is not None:  # a user's thread (--user): named as the user named it
+        return InputError(
+            f"no thread {parts[1]!r} of that user (user key {parts[0]}) in {location}"
+        )
     listing = "langgraph-topics threads"
     if data_dir is not None and Path(data_dir) != DEFAULT_DATA_DIR:
         listing += f" --data-dir {shlex.quote(str(data_dir))}"

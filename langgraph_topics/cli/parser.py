@@ -20,10 +20,12 @@ from langgraph_topics.cli.review import add_review_parsers
 from langgraph_topics.cli.search import add_search_parser
 from langgraph_topics.cli.signals import add_signal_parsers
 from langgraph_topics.cli.themes import add_theme_parsers
+from langgraph_topics.cli.user_scope import add_forget_parser, add_user_options
 from langgraph_topics.cli.workflow import add_workflow_parser
+from langgraph_topics.errors import InputError
 from langgraph_topics.message_texts import text_problem
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
-from langgraph_topics.thread_ids import check_thread_id
+from langgraph_topics.thread_ids import check_thread_id, id_problem, scoped_parts
 
 INPUT_ERROR = 2
 DISTRIBUTION = "langgraph-topics"
@@ -75,8 +77,14 @@ def one_line(text: str) -> str:
 
 
 def thread_type(text: str) -> str:
-    """Read ``--thread`` (an ``argparse`` type: a bad id is a usage error)."""
+    """Read ``--thread`` (an ``argparse`` type: a bad id is a usage error).
+
+    A user's stored thread id is refused like any id with a control character: a user's
+    thread is named with ``--user``.
+    """
     try:
+        if scoped_parts(text) is not None:
+            raise InputError(f"invalid thread id {text!r:.80}: {id_problem(text)}")
         return check_thread_id(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
@@ -96,6 +104,7 @@ def common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thread", type=thread_type, default="default", help="conversation thread id"
     )
+    add_user_options(parser)
     parser.add_argument(
         "--budget",
         type=parse_budget,
@@ -213,11 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the branch of this checkpoint (a fork, as Studio shows it); default newest",
     )
     common(check)
+    # ``check --user U`` without --thread checks every thread of U (or that U is forgotten).
+    check.set_defaults(thread=None)
     add_signal_parsers(commands, common)
     add_review_parsers(commands, common)
     add_workflow_parser(commands, common)
     add_migrate_parser(commands, thread_type)
     add_repair_parser(commands, common)
+    add_forget_parser(commands, _data_dir)
     add_search_parser(commands, common)
     add_theme_parsers(commands, common)
     add_bench_parser(commands)

@@ -15,6 +15,7 @@ from typing import Any
 from langgraph_topics.cli.opening import open_existing
 from langgraph_topics.cli.tables import clip, print_json, render_table
 from langgraph_topics.cli.topic_tree import link_counts, subtree_messages, tree_order
+from langgraph_topics.cli.user_scope import run_user_check, scoped_memory
 from langgraph_topics.errors import InputError, first_line
 
 
@@ -87,7 +88,7 @@ def run_context(args: argparse.Namespace) -> int:
     """Show the main window assembled for ``args.text`` (table, prompt or JSON)."""
     memory = open_existing(args)
     memory.require_checkpoints(args.thread)  # a lost checkpoint database is one line, status 2
-    report = memory.context(args.thread, args.text)
+    report = scoped_memory(memory, args).context(args.thread, args.text)
     window = report["context"]
     prompt = _model_input(window) if args.show_prompt else None
     if args.json:
@@ -188,6 +189,10 @@ def _write_map(args: argparse.Namespace, memory: Any, topics: Any) -> None:
 
 def run_check(args: argparse.Namespace) -> int:
     """Check the invariants; exit status 1 when one is broken."""
+    if args.thread is None:  # ``--user`` without ``--thread``: the whole user
+        from langgraph_topics.cli.opening import open_memory
+
+        return run_user_check(args, open_memory)
     report = open_existing(args).check(args.thread, checkpoint_id=args.checkpoint)
     if args.json:
         print_json({"ok": report.ok, "findings": report.findings, "counts": report.counts})

@@ -25,6 +25,7 @@ from langgraph_topics.cli.known_threads import CHECKPOINT_DATABASE, read_only_da
 from langgraph_topics.cli.tables import render_table
 from langgraph_topics.errors import first_line
 from langgraph_topics.settings import STORE_ENV
+from langgraph_topics.thread_ids import scoped_parts
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,12 @@ def _shown(value: int | None) -> object:
     return "?" if value is None else value
 
 
+def shown_thread(thread_id: str) -> str:
+    """A thread id for the table: a user's thread as ``<thread> (user <user key>)``."""
+    parts = scoped_parts(thread_id)
+    return thread_id if parts is None else f"{parts[1]} (user {parts[0]})"
+
+
 def run_threads(args: argparse.Namespace, open_memory: Callable[..., Any]) -> int:
     """List the threads as a table (``--json``: a list of objects); returns 0."""
     if os.environ.get(STORE_ENV, "").strip().lower() == "postgres":
@@ -149,7 +156,7 @@ def run_threads(args: argparse.Namespace, open_memory: Callable[..., Any]) -> in
         return 0
     table = [
         [
-            row.thread,
+            shown_thread(row.thread),
             _shown(row.messages),
             _shown(row.topics),
             _shown(row.active_topics),

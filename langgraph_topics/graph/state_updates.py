@@ -11,7 +11,7 @@ was added does what a removal means, and keeps the message on its own branch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import RemoveMessage
@@ -20,6 +20,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
 from langgraph_topics.errors import InputError
+from langgraph_topics.scope.run_scope import refuse_foreign_run
 
 
 class MessageRemovalError(InputError):
@@ -62,7 +63,27 @@ def refuse_removals(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
 
 
 class TopicGraph(CompiledStateGraph[Any, Any, Any, Any]):
-    """The compiled topic graph, whose state updates never remove a message."""
+    """The compiled topic graph, whose state updates never remove a message.
+
+    A run of a user's thread under another user id (``scope/run_scope.py``) is refused too,
+    before LangGraph saves its input: a refused input left pending would be finished into
+    that thread by its next turn.
+    """
+
+    def stream(  # type: ignore[override]
+        self, input: Any, config: RunnableConfig | None = None, **options: Any
+    ) -> Iterator[Any]:
+        """``stream`` (and ``invoke``), a run of another user's thread refused first."""
+        refuse_foreign_run(config, options.get("context"))
+        return super().stream(input, config, **options)
+
+    async def astream(  # type: ignore[override]
+        self, input: Any, config: RunnableConfig | None = None, **options: Any
+    ) -> AsyncIterator[Any]:
+        """``astream`` (and ``ainvoke``, a server's runs), likewise."""
+        refuse_foreign_run(config, options.get("context"))
+        async for chunk in super().astream(input, config, **options):
+            yield chunk
 
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]

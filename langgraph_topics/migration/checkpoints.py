@@ -190,7 +190,7 @@ def plan_checkpoints(
 
 
 def copy_checkpoints(
-    source: SqliteSaver,
+    source: BaseCheckpointSaver[Any],
     target: BaseCheckpointSaver[Any],
     plan: CheckpointPlan,
     *,
@@ -199,7 +199,9 @@ def copy_checkpoints(
     """Write what ``plan`` found missing: checkpoints oldest first, each with its writes.
 
     Args:
-        source: The embedded checkpoint database the plan was made from.
+        source: The saver the plan was made from: the embedded checkpoint database (whose
+            task paths of pending writes are copied too), or the target itself (a thread
+            copied under another id, ``migration/user_scope.py``: paths left empty).
         target: The saver to copy into (a ``PostgresSaver``, set up).
         plan: ``plan_checkpoints`` of the thread, made just before (under the thread's locks).
         on_copied: Called after each checkpoint written, with (written so far, to write).
@@ -223,8 +225,8 @@ def copy_checkpoints(
     return len(plan.to_copy)
 
 
-def _paths(source: SqliteSaver, checkpoint: CheckpointTuple) -> dict[str, str]:
-    if not checkpoint.pending_writes:
+def _paths(source: BaseCheckpointSaver[Any], checkpoint: CheckpointTuple) -> dict[str, str]:
+    if not checkpoint.pending_writes or not isinstance(source, SqliteSaver):
         return {}
     namespace, checkpoint_id = _key(checkpoint)
     thread_id = checkpoint.config["configurable"]["thread_id"]
@@ -232,7 +234,7 @@ def _paths(source: SqliteSaver, checkpoint: CheckpointTuple) -> dict[str, str]:
 
 
 def _copy_one(
-    source: SqliteSaver,
+    source: BaseCheckpointSaver[Any],
     target: BaseCheckpointSaver[Any],
     thread_id: str,
     checkpoint: CheckpointTuple,

@@ -44,6 +44,8 @@ from langgraph_topics.retrieval.search_window import SearchWindow, hit_ids
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.native.responder import NativeResponder
 from langgraph_topics.runtime_protocols import uses_evidence
+from langgraph_topics.scope.run_scope import scope_quotes_of
+from langgraph_topics.scope.window import ScopeWindow
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.state.records import (
     AssembledContext,
@@ -980,10 +982,16 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     reserved = search.reserve(
         working, keep_recent=settings.keep_recent, budget=settings.budget_tokens
     )
+    # The user's other threads (user scope): quoted at the end of the system prompt; without
+    # quotes nothing is reserved and the window is the thread scope's, unchanged.
+    scope = ScopeWindow(scope_quotes_of(runtime), language, settings.prompt_dir, counter)
+    reserved_scope = scope.reserve(
+        working, keep_recent=settings.keep_recent, budget=settings.budget_tokens - reserved
+    )
     kept_free = namespace.prepare(
         working,
         keep_recent=settings.keep_recent,
-        budget=settings.budget_tokens - reserved,
+        budget=settings.budget_tokens - reserved - reserved_scope,
         counter=counter,
     )
     context = assemble_window(
@@ -991,7 +999,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         located,
         results,
         lookup,
-        budget=settings.budget_tokens - reserved - kept_free,
+        budget=settings.budget_tokens - reserved - reserved_scope - kept_free,
         keep_recent=settings.keep_recent,
         reference_threshold=settings.reference_threshold,
         language=language,
@@ -1005,7 +1013,8 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         question_of=questions_in(store),
         alternate=alternates(state, services),
     )
-    context = namespace.finish(context, settings.budget_tokens - reserved, counter)
+    context = namespace.finish(context, settings.budget_tokens - reserved - reserved_scope, counter)
+    context = scope.finish(context, settings.budget_tokens - reserved)
     context = search.finish(context, settings.budget_tokens)
     if _can_search(state, services, len(searches)):
         context["can_search"] = True

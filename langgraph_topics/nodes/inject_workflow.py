@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from langgraph_topics.scope.run_scope import check_run_scope
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.workflow.turn_path import workflow_update
@@ -25,5 +26,10 @@ def inject_workflow(state: TopicState, runtime: Runtime[TopicContext]) -> dict[s
 
     Returns ``{}`` for a thread that never had a workflow and has none now, and for an
     import (it assembles no window), so neither changes the state.
+
+    Raises:
+        InputError: The run's thread is stored as another user's (``scope/run_scope.py``).
     """
-    return workflow_update(state, services_of(runtime), thread_id_of(runtime))
+    thread_id = thread_id_of(runtime)
+    check_run_scope(runtime, thread_id)
+    return workflow_update(state, services_of(runtime), thread_id)

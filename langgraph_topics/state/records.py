@@ -176,6 +176,8 @@ class SectionTokens(TypedDict):
     """The workflow block on top of the system prompt (seed 001 T4), when the thread has one."""
     search: NotRequired[int]
     """The responder's ``search_memory`` calls and their replies, when it searched this turn."""
+    scope: NotRequired[int]
+    """Quotes from the user's other threads (user scope), when any entered the window."""
 
 
 class TrimRecord(TypedDict):
@@ -207,6 +209,14 @@ class SearchExchange(TypedDict):
     why there are none."""
     message_ids: list[str]
     """The conversation messages the reply quotes (each also in ``message_ids``)."""
+
+
+class ScopeQuoteRef(TypedDict):
+    """A message of another thread of the user quoted in this window (user scope)."""
+
+    thread_id: str
+    """The thread it was said in, as the user names it."""
+    message_id: str
 
 
 class AssembledContext(TypedDict):
@@ -245,6 +255,9 @@ class AssembledContext(TypedDict):
     searches: NotRequired[list[SearchExchange]]
     """The responder's ``search_memory`` calls this turn, each with its reply, sent after the
     chat part as a tool call and its result; absent when it did not search."""
+    scope_quotes: NotRequired[list[ScopeQuoteRef]]
+    """Messages of the user's other threads quoted at the end of the system prompt (user
+    scope), in the order they were sent; absent when none."""
 
 
 class TurnEvent(TypedDict):

@@ -237,6 +237,40 @@ def open_topic_index(
     return ChromaTopicIndex(None, embedder, collection=collection, server_url=chroma_url)
 
 
+def _existing_client(data_dir: Path, chroma_url: str | None) -> ClientAPI | None:
+    """The client of the topic indexes (``open_topic_index``'s); None: no local index yet."""
+    if chroma_url is not None and chroma_url.strip():
+        return server_client(chroma_url)
+    path = Path(data_dir) / "index"
+    if not path.is_dir():
+        return None
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+def collection_names(data_dir: Path, chroma_url: str | None) -> list[str]:
+    """The names of every topic index collection (one per thread), creating nothing."""
+    client = _existing_client(data_dir, chroma_url)
+    if client is None:
+        return []
+    return sorted(
+        c.name for c in _retrying(chroma_url or "", lambda: list(client.list_collections()))
+    )
+
+
+def drop_collection(data_dir: Path, chroma_url: str | None, name: str) -> None:
+    """Delete a thread's whole topic index collection (nothing when there is none)."""
+    if name not in collection_names(data_dir, chroma_url):
+        return
+    client = _existing_client(data_dir, chroma_url)
+    assert client is not None
+    _retrying(chroma_url or "", lambda: client.delete_collection(name))
+    # Other clients of this process would keep the dropped collection's copy.
+    ChromaTopicIndex.reload_from_disk_next_time()
+
+
 def set_aside_damaged_index(path: Path) -> Path:
     """Move a damaged local index's files out of ``path`` (its open lock stays), returning where.
 

@@ -1,0 +1,137 @@
+"""Read a user's other threads for a question: the cross-thread half of a user-scope turn.
+
+Runs before the turn takes its own thread's locks: each other thread is read under its own
+files lock (the reader's lock: a writer appending waits for it, never the other way round),
+one thread at a time and never for writing, so two threads of one user taking turns at once
+never wait on each other's locks. A thread that cannot be read (busy past the lock timeout, a
+damaged store) is left out of the turn with one warning line; the turn goes on. Each thread
+is read as its newest checkpoint sees it (its branch's topic ranges, its unsplit messages),
+with the evidence search a turn runs on its own thread (``retrieval/history_search.py``: no
+model call, nothing written).
+
+Each thread's evidence relevance is relative to that thread (its best message scores high
+however weak it is), so a hit is kept only when its text is close to the question by the
+embedder's cosine (``MIN_SIMILARITY``), and the threads' hits are ranked by that cosine, which
+means the same in every thread. Tool calls and tool results are left out: a quote from another
+thread is a plain message, never half of a call and its result (invariant 8).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypedDict
+
+from langgraph_topics.errors import first_line
+from langgraph_topics.retrieval.history_search import search_history
+from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id
+from langgraph_topics.state.records import StoredMessage
+from langgraph_topics.state.working_set import stored_view
+
+if TYPE_CHECKING:
+    from langgraph_topics.memory import TopicMemory
+
+log = logging.getLogger(__name__)
+
+PER_THREAD = 8
+"""Best messages read from each other thread."""
+QUOTES = 12
+"""Candidates handed to the window at most, best first (it quotes what fits its share)."""
+MIN_SIMILARITY = 0.3
+"""Cosine a message of another thread needs with the question to be quoted. With the
+default multilingual USE, a sentence stating what the question asks about scores 0.35–0.5,
+an unrelated one (or a reply such as "tell me more") under 0.2."""
+
+
+class ScopeQuote(TypedDict):
+    """A message of another thread of the user, found for this turn's question."""
+
+    thread_id: str
+    """The thread it was said in, as the user names it."""
+    message: StoredMessage
+    relevance: float
+    """Its relevance to the question in [0, 1], within its own thread (the evidence search's)."""
+    similarity: float
+    """Cosine of its text and the question (comparable across threads)."""
+
+
+def recall_from_threads(
+    memory: TopicMemory, user_id: str, thread_id: str, query: str
+) -> list[ScopeQuote]:
+    """The messages of user ``user_id``'s other threads that best answer ``query``.
+
+    Args:
+        memory: The memory holding the user's threads.
+        user_id: The user (checked by the caller).
+        thread_id: The thread of the turn, as the user names it: it is not read here.
+        query: The turn's question.
+    """
+    if not query.strip():
+        return []
+    found: list[ScopeQuote] = []
+    for registered in memory.scope_registry.threads(user_id):
+        if registered["thread_id"] == thread_id:
+            continue
+        try:
+            found.extend(
+                _read_thread(memory, scoped_thread_id(user_id, registered["thread_id"]), query)
+            )
+        except Exception as error:  # invariant 4: one thread unread, never the turn lost
+            log.warning(
+                "user scope: thread %r not read for this turn: %s",
+                registered["thread_id"],
+                first_line(error),
+            )
+    found.sort(key=lambda q: -q["similarity"])
+    return found[:QUOTES]
+
+
+def _read_thread(memory: TopicMemory, stored_id: str, query: str) -> list[ScopeQuote]:
+    """The best plain messages of one thread for ``query`` (none when it holds nothing yet)."""
+    if not memory.exists(stored_id):
+        return []
+    with memory.reading(stored_id):
+        values = memory.state(stored_id)
+        stores = memory.services.branch_stores(stored_id, values)
+        working = stored_view(values.get("messages", []))
+        hits = search_history(
+            memory.services, stores, working, values.get("topics") or {}, query, limit=PER_THREAD
+        )
+        held = {m["id"]: m for m in working}
+        wanted = [h["message_id"] for h in hits if h["message_id"] not in held]
+        messages = {**stores.topic_store.get_messages(wanted), **held}
+    plain = [
+        (hit, messages[hit["message_id"]])
+        for hit in hits
+        if hit["message_id"] in messages and _plain(messages[hit["message_id"]])
+    ]
+    if not plain:
+        return []
+    vectors = memory.services.embedder.embed([query, *(m["content"] for _, m in plain)])
+    question = vectors[0]
+    quotes: list[ScopeQuote] = []
+    for (hit, message), vector in zip(plain, vectors[1:], strict=True):
+        similarity = float(sum(a * b for a, b in zip(question, vector, strict=True)))
+        if similarity >= MIN_SIMILARITY:
+            quotes.append(
+                {
+                    "thread_id": local_thread_id(stored_id),
+                    "message": message,
+                    "relevance": hit["relevance"],
+                    "similarity": round(similarity, 4),
+                }
+            )
+    return quotes
+
+
+def _plain(message: StoredMessage) -> bool:
+    return (
+        message["role"] in ("user", "assistant")
+        and not message.get("tool_calls")
+        and bool(message["content"].strip())
+    )
+
+
+def quoted_threads(quotes: Sequence[ScopeQuote]) -> list[str]:
+    """The threads ``quotes`` come from, each once, in the order first quoted."""
+    return list(dict.fromkeys(q["thread_id"] for q in quotes))

@@ -1,0 +1,108 @@
+"""The user of a graph run, and the refusal of a thread stored as another user's.
+
+A run names its user as ``context.user_id`` or ``config["configurable"]["user_id"]`` (the
+context's wins; LangGraph Server fills the latter with its authenticated user, empty without
+authentication). A user's threads are stored under user-scoped ids (``threads.py``); a run
+whose thread is one user's and whose user is another is refused with one line (by
+``TopicMemory`` before the turn writes anything; by the graph's first node for a run that
+reaches it directly), so a user id never reads another user's thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from langgraph_topics.errors import InputError
+from langgraph_topics.scope.recall import ScopeQuote
+from langgraph_topics.scope.threads import belongs_to, check_user_id, local_thread_id
+from langgraph_topics.thread_ids import scoped_parts
+
+USER_ID_KEY = "user_id"
+
+
+def user_id_of(runtime: Runtime[Any] | None) -> str | None:
+    """The run's user id, checked (None when the run names none).
+
+    Raises:
+        InputError: A user id that cannot name a user (one line naming it).
+    """
+    context = runtime.context if runtime is not None else None
+    given = getattr(context, USER_ID_KEY, None)
+    if given is None and isinstance(context, Mapping):
+        given = context.get(USER_ID_KEY)
+    if given is None:
+        try:
+            given = (get_config().get("configurable") or {}).get(USER_ID_KEY)
+        except RuntimeError:  # outside a run
+            given = None
+    return _checked(given)
+
+
+def _checked(given: object) -> str | None:
+    """A run's user id, checked; None for none.
+
+    LangGraph Server puts its authenticated user in ``configurable.user_id``, the empty string
+    when the request carried no authentication: that is no user, not a bad one.
+    """
+    return None if given is None or given == "" else check_user_id(given)
+
+
+def refuse_foreign_run(config: Mapping[str, Any] | None, context: Any) -> None:
+    """Refuse a run of a user's thread under another user id, before the run starts.
+
+    ``config`` and ``context`` as given to ``invoke``/``stream``: the context's ``user_id``
+    (an attribute, or a key of a dict context), else ``configurable.user_id``.
+
+    Raises:
+        InputError: One line (``check_thread_owner``), or a user id that cannot name one.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if not isinstance(thread_id, str) or scoped_parts(thread_id) is None:
+        return
+    given = getattr(context, USER_ID_KEY, None)
+    if given is None and isinstance(context, Mapping):
+        given = context.get(USER_ID_KEY)
+    if given is None:
+        given = configurable.get(USER_ID_KEY)
+    check_thread_owner(thread_id, _checked(given))
+
+
+def check_run_scope(runtime: Runtime[Any] | None, thread_id: str) -> None:
+    """Refuse a graph run whose thread is stored as another user's (``check_thread_owner``).
+
+    Raises:
+        InputError: That, or a user id that cannot name a user (even on a plain thread: a
+            client sending a NUL or an empty id made a mistake worth one line).
+    """
+    check_thread_owner(thread_id, user_id_of(runtime))
+
+
+def check_thread_owner(thread_id: str, user_id: str | None) -> None:
+    """Refuse a turn of user ``user_id`` on a thread stored as another user's.
+
+    A turn naming no user is not refused: the memory's own runs (a background split, a turn
+    cut short and finished) name none, and a client can name any user id anyway; what the
+    scope guarantees is that a user id reaches only its own threads.
+
+    Raises:
+        InputError: One line naming the thread; nothing of it was read.
+    """
+    if user_id is None or scoped_parts(thread_id) is None:
+        return
+    if not belongs_to(thread_id, user_id):
+        raise InputError(
+            f"thread {local_thread_id(thread_id)!r} belongs to another user's memory scope: "
+            "run it with its own user id"
+        )
+
+
+def scope_quotes_of(runtime: Runtime[Any] | None) -> Sequence[ScopeQuote]:
+    """The other threads' quotes the run was given (none in thread scope)."""
+    context = runtime.context if runtime is not None else None
+    quotes = getattr(context, "scope_quotes", None)
+    return quotes if isinstance(quotes, list) else ()
