@@ -104,12 +104,13 @@ def index_fault(error: BaseException, directory: Path) -> StoreError:
     here, on the way out).
     """
     reason = _reason(error) or first_line(error)
-    if reason != "disk full" and _nearly_full(directory):
+    if reason != "disk full" and nearly_full(directory):
         reason = f"disk full ({first_line(error)})"
     return StoreError(f"{directory}: the topic index: {reason}", str(directory))
 
 
-def _nearly_full(directory: Path) -> bool:
+def nearly_full(directory: Path) -> bool:
+    """Whether the file system holding ``directory`` has less than ``NEARLY_FULL_BYTES`` free."""
     try:
         return shutil.disk_usage(directory).free < NEARLY_FULL_BYTES
     except OSError:

@@ -10,6 +10,7 @@ URL with :func:`open_topic_index`; a single process keeps it in a local director
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -26,7 +27,7 @@ import numpy.typing as npt
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
 from langgraph_topics.stores.file_lock import FileLock
 from langgraph_topics.stores.protocols import Embedder, TopicIndex
-from langgraph_topics.stores.store_faults import index_fault, is_damage
+from langgraph_topics.stores.store_faults import index_fault, is_damage, nearly_full
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -389,6 +390,20 @@ class ChromaTopicIndex:
             return request()
         return _retrying(self.server_url, request)
 
+    def _write(self, request: Callable[[], _T]) -> _T:
+        """Run a request that writes; a local index on a nearly full disk is not written.
+
+        On a full disk Chroma's core sometimes raises and sometimes waits forever inside the
+        write (a chat on a full 4 MB tmpfs hung in ``upsert``), and a hung write would hold the
+        turn, or the background split a closing memory waits for, for good. A look at the free
+        space (a ``statvfs``, microseconds, only before a write) turns that into the one-line
+        disk-full error the failure would have given.
+        """
+        if self.path is not None and nearly_full(self.path):
+            full = OSError(errno.ENOSPC, "no space left on device", str(self.path))
+            raise index_fault(full, self.path)
+        return self._request(request)
+
     def _read_space(self) -> str:
         """Read the distance space the collection was created with.
 
@@ -413,7 +428,7 @@ class ChromaTopicIndex:
         document = topic_document(name, brief)
         embeddings = np.asarray(self.embedder.embed([document]), dtype=np.float32)
         with self._lock:
-            self._request(
+            self._write(
                 lambda: self._collection.upsert(
                     ids=[topic_id],
                     embeddings=embeddings,
@@ -445,7 +460,7 @@ class ChromaTopicIndex:
                 return
             # Another worker may remove the topic in between: Chroma ignores updates of
             # unknown ids, so the race costs nothing.
-            self._request(
+            self._write(
                 lambda: self._collection.update(ids=[topic_id], metadatas=[{"status": kept}])
             )
 
@@ -548,7 +563,7 @@ class ChromaTopicIndex:
     def remove(self, topic_id: str) -> None:
         """Remove a topic from the index (unknown ids are ignored)."""
         with self._lock:
-            self._request(lambda: self._collection.delete(ids=[topic_id]))
+            self._write(lambda: self._collection.delete(ids=[topic_id]))
 
     def count(self) -> int:
         """Return the number of indexed topics."""
