@@ -17,6 +17,7 @@ With ``alternating_roles`` the chat part is whole exchanges opening with a user 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,8 @@ SHORT_TRUNCATION_MARK = "…"
 ``keep_recent`` messages stay in every window (invariant 2), at the smallest budgets as marks."""
 BRIEF_FLOOR_CHARS = 120
 """A brief is shown by its first line, at most this long (the quotes carry the detail)."""
+BRIEF_LINES_KEPT = 512
+"""Briefs whose shown line is remembered: a few turns' candidate topics."""
 SUMMARY_VALUE = 0.1
 BRIEF_VALUE = 0.08
 """Values of a topic's summary and brief, as shares of its score: they fill what room the
@@ -190,6 +193,9 @@ class _Blocks:
         )
 
 
+# Worked out for every candidate topic of every turn (~50 µs each), while a brief changes only
+# when its topic is split into or reviewed: the last turns' lines are kept.
+@functools.lru_cache(maxsize=BRIEF_LINES_KEPT)
 def brief_line(brief: str) -> str:
     """What a topic block shows of a brief: its first readable line (no greetings, reactions)."""
     return clip_line(first_readable_line(brief))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from langgraph_topics.prompts.loader import load_prompt
-from langgraph_topics.prompts.main_window import render_system_prompt
+from langgraph_topics.prompts.window_room import reserved_room
 from langgraph_topics.retrieval.search_request import SEARCH_MEMORY
 from langgraph_topics.roles.llm.escaping import escape_label, quote_text
 from langgraph_topics.state.records import (
@@ -28,7 +28,6 @@ from langgraph_topics.state.records import (
     StoredMessage,
     TrimRecord,
 )
-from langgraph_topics.state.working_set import recent_messages
 from langgraph_topics.tokens import TokenCounter
 from langgraph_topics.tokens.counting import message_tokens
 
@@ -88,12 +87,16 @@ class SearchWindow:
         """Tokens the assembly leaves free for the replies (0 when nothing was searched)."""
         if not self.records:
             return 0
-        fixed = self.counter(render_system_prompt([], self.language, self.prompt_dir))
-        recent = recent_messages(working, keep_recent)
-        room = budget - fixed - sum(message_tokens(m, self.counter) for m in recent)
-        # Recent messages past the budget are shortened to fit it (never dropped): the
-        # replies keep a floor all the same, or a long message would leave them none.
-        return max(int(max(0, room) * SEARCH_SHARE), int(max(0, budget - fixed) * SEARCH_FLOOR))
+        return reserved_room(
+            working,
+            keep_recent=keep_recent,
+            budget=budget,
+            counter=self.counter,
+            language=self.language,
+            prompt_dir=self.prompt_dir,
+            share=SEARCH_SHARE,
+            floor=SEARCH_FLOOR,
+        )
 
     def finish(self, context: AssembledContext, budget: int) -> AssembledContext:
         """``context`` with each search's call and reply after its chat part, in budget.

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph_topics.prompts.loader import PromptFile, load_prompt
-from langgraph_topics.prompts.main_window import render_system_prompt
+from langgraph_topics.prompts.window_room import reserved_room
 from langgraph_topics.roles.llm.escaping import escape_label, quote_text
 from langgraph_topics.scope.recall import ScopeQuote
 from langgraph_topics.state.records import AssembledContext, StoredMessage
-from langgraph_topics.state.working_set import recent_messages
 from langgraph_topics.tokens import TokenCounter
-from langgraph_topics.tokens.counting import message_tokens
 
 SCOPE_SHARE = 0.25
 """Share of the room after the instructions and the recent messages the other threads' quotes
@@ -53,10 +51,16 @@ class ScopeWindow:
         """Tokens the assembly leaves free for the block (0 without quotes)."""
         if not self.quotes:
             return 0
-        fixed = self.counter(render_system_prompt([], self.language, self.prompt_dir))
-        recent = recent_messages(working, keep_recent)
-        room = budget - fixed - sum(message_tokens(m, self.counter) for m in recent)
-        return max(int(max(0, room) * SCOPE_SHARE), int(max(0, budget - fixed) * SCOPE_FLOOR))
+        return reserved_room(
+            working,
+            keep_recent=keep_recent,
+            budget=budget,
+            counter=self.counter,
+            language=self.language,
+            prompt_dir=self.prompt_dir,
+            share=SCOPE_SHARE,
+            floor=SCOPE_FLOOR,
+        )
 
     def finish(self, context: AssembledContext, budget: int) -> AssembledContext:
         """``context`` with the block of the best quotes that fit under ``budget``."""
