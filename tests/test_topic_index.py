@@ -372,3 +372,25 @@ def test_an_unreadable_index_costs_an_embedding_not_the_turn() -> None:
             raise RuntimeError("database disk image is malformed")
 
     assert stored_or_none(cast(TopicIndex, Unreadable()))("t1", "Kyoto\nTemples") is None
+
+
+def test_a_local_index_on_a_nearly_full_disk_is_not_written(
+    embedder: UseEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chroma's core may wait forever inside a write on a full disk: it is not asked to write."""
+    from langgraph_topics.errors import StoreError
+    from langgraph_topics.stores import topic_index
+
+    index = open_topic_index(tmp_path, None, embedder, unique_collection())
+    index.upsert("topic-kyoto", "Kyoto", "temples and ryokan", status="active")
+    monkeypatch.setattr(topic_index, "nearly_full", lambda directory: True)
+    for write in (
+        lambda: index.upsert("topic-bread", "Bread", "sourdough starter", status="active"),
+        lambda: index.set_status("topic-kyoto", "archived"),
+        lambda: index.remove("topic-kyoto"),
+    ):
+        with pytest.raises(StoreError, match="disk full"):
+            write()
+    # Nothing was written (Kyoto is neither archived nor removed, Bread not added); reads go on.
+    assert index.count() == 1
+    assert [topic for topic, _ in index.search("temples", k=3)] == ["topic-kyoto"]
