@@ -89,6 +89,7 @@ from langgraph_topics.stores.checkpoint_retention import Retention, prune_checkp
 from langgraph_topics.stores.checkpoint_salvage import database_state
 from langgraph_topics.stores.checkpointed_mark import CheckpointedMarks, is_marked
 from langgraph_topics.stores.checkpointer import open_sqlite_checkpointer
+from langgraph_topics.stores.data_layout import checkpoint_database
 from langgraph_topics.stores.pending_writes import has_pending_writes
 from langgraph_topics.stores.postgres_profile import (
     PostgresProfile,
@@ -268,7 +269,7 @@ class TopicMemory:
         self._locks: ThreadLocking
         if self._profile is None:
             self.checkpointer = open_sqlite_checkpointer(
-                Path(self.settings.data_dir) / "checkpoints.sqlite"
+                checkpoint_database(self.settings.data_dir)
             )
             self._locks = ThreadLocks(self.services, self.settings.lock_timeout_seconds)
         else:
@@ -1352,7 +1353,7 @@ class TopicMemory:
         # the mark is written, so a checkpoint that appeared meanwhile means another process
         # just began the thread.
         if (stored or is_marked(root)) and self.checkpointer.get_tuple(config) is None:
-            database = Path(self.settings.data_dir) / "checkpoints.sqlite"
+            database = checkpoint_database(self.settings.data_dir)
             raise lost_checkpoints(thread_id, database, root, stored)
 
     def held_ids(self, thread_id: str, ids: Sequence[str]) -> set[str]:
@@ -1471,7 +1472,7 @@ class TopicMemory:
         """Refuse to check on a checkpoint database SQLite finds damaged (``check`` only)."""
         if self._profile is not None:
             return
-        database = Path(self.settings.data_dir) / "checkpoints.sqlite"
+        database = checkpoint_database(self.settings.data_dir)
         if database_state(database) == "damaged":
             raise checkpoint_fault(
                 sqlite3.DatabaseError("quick_check: database disk image is malformed"), database

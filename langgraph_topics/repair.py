@@ -41,6 +41,7 @@ from langgraph_topics.stores.checkpoint_salvage import (
     salvage_thread_ids,
 )
 from langgraph_topics.stores.checkpointed_mark import MARK_FILE
+from langgraph_topics.stores.data_layout import CHECKPOINT_DATABASE, checkpoint_database
 from langgraph_topics.stores.fd_locks import held_by_another
 from langgraph_topics.stores.topic_records import TOPICS_DIR, parse_time
 from langgraph_topics.stores.topic_store import JsonlTopicStore
@@ -49,7 +50,6 @@ from langgraph_topics.thread_locks import WRITER_LOCK_FILE
 if TYPE_CHECKING:
     from langgraph_topics.memory import TopicMemory
 
-CHECKPOINT_DATABASE = "checkpoints.sqlite"
 REPAIR_DIR_PREFIX = "repair-"
 RETRIEVAL_DIR = "retrieval"
 
@@ -220,7 +220,7 @@ def repair_data_dir(
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise InputError(f"{data_dir}: no such data directory")
-    database = data_dir / CHECKPOINT_DATABASE
+    database = checkpoint_database(data_dir)
     state = database_state(database)
     known = list(dict.fromkeys([*salvage_thread_ids(database), *_marked_threads(data_dir)]))
     wanted = list(dict.fromkeys(thread_ids))

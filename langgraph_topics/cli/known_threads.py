@@ -14,9 +14,9 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+from langgraph_topics.stores.data_layout import checkpoint_database
 from langgraph_topics.thread_ids import thread_directory_name
 
-CHECKPOINT_DATABASE = "checkpoints.sqlite"
 THREADS_DIR = "threads"
 LOCK_LEFTOVERS = frozenset({".lock", ".files.lock", ".generation", ".order"})
 """Files a read leaves in a thread's directory (the locks and their generation marker):
@@ -84,4 +84,4 @@ def thread_on_disk(data_dir: Path, thread_id: str) -> bool | None:
     directory = data_dir / THREADS_DIR / thread_directory_name(thread_id)
     if directory.is_dir() and holds_thread_data(directory):
         return True  # topic files without checkpoints: the memory names the lost database
-    return thread_in_database(data_dir / CHECKPOINT_DATABASE, thread_id)
+    return thread_in_database(checkpoint_database(data_dir), thread_id)

@@ -11,16 +11,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from langgraph_topics.cli.known_threads import CHECKPOINT_DATABASE
 from langgraph_topics.errors import StoreError
+from langgraph_topics.stores.data_layout import checkpoint_database, index_directory
 from langgraph_topics.stores.store_faults import (
     checkpoint_fault,
     file_fault,
     index_fault,
     is_panic,
 )
-
-INDEX_DIRECTORY = "index"
 
 
 def _from_chroma(error: BaseException) -> bool:
@@ -42,7 +40,7 @@ def store_fault_of(error: BaseException, data_dir: Path | None) -> StoreError | 
     if data_dir is None:
         return None
     if isinstance(error, sqlite3.Error):
-        return checkpoint_fault(error, Path(data_dir) / CHECKPOINT_DATABASE)
+        return checkpoint_fault(error, checkpoint_database(data_dir))
     if _from_chroma(error):
-        return index_fault(error, Path(data_dir) / INDEX_DIRECTORY)
+        return index_fault(error, index_directory(data_dir))
     return None

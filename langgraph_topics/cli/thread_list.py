@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_topics.cli.existing_data import require_data_dir
-from langgraph_topics.cli.known_threads import CHECKPOINT_DATABASE, read_only_database
+from langgraph_topics.cli.known_threads import read_only_database
 from langgraph_topics.cli.tables import render_table
 from langgraph_topics.errors import first_line
 from langgraph_topics.settings import STORE_ENV
+from langgraph_topics.stores.data_layout import checkpoint_database
 from langgraph_topics.thread_ids import scoped_parts
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ def embedded_threads(data_dir: Path) -> list[ThreadRow]:
     from langgraph_topics.stores.store_faults import checkpoint_fault
 
     require_data_dir(data_dir)
-    database = Path(data_dir) / CHECKPOINT_DATABASE
+    database = checkpoint_database(data_dir)
     if not database.is_file():
         return []
     try:

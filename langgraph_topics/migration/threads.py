@@ -11,9 +11,7 @@ from contextlib import closing
 from pathlib import Path
 
 from langgraph_topics.errors import InputError
-
-CHECKPOINT_DATABASE = "checkpoints.sqlite"
-"""The embedded profile's checkpoint database, directly under the data directory."""
+from langgraph_topics.stores.data_layout import CHECKPOINT_DATABASE
 
 
 def checkpoint_database(data_dir: Path) -> Path:

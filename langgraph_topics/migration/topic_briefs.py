@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph_topics.services import index_collection_name
+from langgraph_topics.stores.data_layout import index_directory
 from langgraph_topics.stores.protocols import TopicIndex, TopicStore
 
 
@@ -34,7 +35,7 @@ def read_source_index(data_dir: Path, thread_id: str) -> dict[str, tuple[str, st
     from chromadb.config import Settings
     from chromadb.errors import NotFoundError
 
-    path = Path(data_dir) / "index"
+    path = index_directory(data_dir)
     if not path.is_dir():
         return {}
     # The same settings as ChromaTopicIndex: Chroma allows one settings object per path.

@@ -26,12 +26,12 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_topics.errors import first_line
+from langgraph_topics.stores.data_layout import checkpoint_database, index_directory
 
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
-INDEX_DATABASE = Path("index") / "chroma.sqlite3"
-CHECKPOINT_DATABASE = "checkpoints.sqlite"
+INDEX_DATABASE = "chroma.sqlite3"
 
 
 @contextmanager
@@ -57,7 +57,7 @@ def erasing(saver: Any) -> Iterator[None]:
 
 def vacuum_index(data_dir: Path) -> None:
     """Rewrite the local topic index's database without the free pages a drop left (if any)."""
-    path = Path(data_dir) / INDEX_DATABASE
+    path = index_directory(data_dir) / INDEX_DATABASE
     if not path.is_file():
         return
     try:
@@ -75,7 +75,7 @@ def residue(data_dir: Path, needle: str) -> list[Path]:
     """The SQLite files under ``data_dir`` whose raw bytes still hold ``needle``."""
     data_dir = Path(data_dir)
     found: list[Path] = []
-    for base in (data_dir / CHECKPOINT_DATABASE, data_dir / INDEX_DATABASE):
+    for base in (checkpoint_database(data_dir), index_directory(data_dir) / INDEX_DATABASE):
         for path in (base, base.with_name(base.name + "-wal")):
             if path.is_file() and _holds(path, needle.encode("utf-8")):
                 found.append(path)

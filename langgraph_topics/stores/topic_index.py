@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langgraph_topics.errors import InputError, ThreadBusyError, first_line
+from langgraph_topics.stores.data_layout import index_directory
 from langgraph_topics.stores.file_lock import FileLock
 from langgraph_topics.stores.protocols import Embedder, TopicIndex
 from langgraph_topics.stores.store_faults import index_fault, is_damage, nearly_full
@@ -216,6 +217,13 @@ def _retrying(url: str, request: Callable[[], _T]) -> _T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _asked(chroma_url: str | None, request: Callable[[], _T]) -> _T:
+    """``request`` of a local client, or of the server at ``chroma_url`` with its retries."""
+    if chroma_url is None or not chroma_url.strip():
+        return request()
+    return _retrying(chroma_url, request)
+
+
 def open_topic_index(
     data_dir: Path, chroma_url: str | None, embedder: Embedder, collection: str
 ) -> ChromaTopicIndex:
@@ -234,7 +242,7 @@ def open_topic_index(
         ConnectionError: The server answered before but stopped answering (after retries).
     """
     if chroma_url is None or not chroma_url.strip():
-        return ChromaTopicIndex(Path(data_dir) / "index", embedder, collection=collection)
+        return ChromaTopicIndex(index_directory(data_dir), embedder, collection=collection)
     return ChromaTopicIndex(None, embedder, collection=collection, server_url=chroma_url)
 
 
@@ -242,7 +250,7 @@ def _existing_client(data_dir: Path, chroma_url: str | None) -> ClientAPI | None
     """The client of the topic indexes (``open_topic_index``'s); None: no local index yet."""
     if chroma_url is not None and chroma_url.strip():
         return server_client(chroma_url)
-    path = Path(data_dir) / "index"
+    path = index_directory(data_dir)
     if not path.is_dir():
         return None
     import chromadb
@@ -257,7 +265,7 @@ def collection_names(data_dir: Path, chroma_url: str | None) -> list[str]:
     if client is None:
         return []
     return sorted(
-        c.name for c in _retrying(chroma_url or "", lambda: list(client.list_collections()))
+        c.name for c in _asked(chroma_url, lambda: list(client.list_collections()))
     )
 
 
@@ -267,7 +275,7 @@ def drop_collection(data_dir: Path, chroma_url: str | None, name: str) -> None:
         return
     client = _existing_client(data_dir, chroma_url)
     assert client is not None
-    _retrying(chroma_url or "", lambda: client.delete_collection(name))
+    _asked(chroma_url, lambda: client.delete_collection(name))
     # Other clients of this process would keep the dropped collection's copy.
     ChromaTopicIndex.reload_from_disk_next_time()
 
