@@ -19,8 +19,8 @@ from test_user_scope import (
     QUESTION,
     open_memory,
     system_prompt,
-    three_threads,
     threads_read_by_turns,
+    three_threads,
 )
 
 from langgraph_topics import TopicMemory

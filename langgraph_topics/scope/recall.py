@@ -86,7 +86,9 @@ def recall_from_threads(
         try:
             found.extend(_read_thread(memory, scoped_thread_id(user_id, other), query))
         except Exception as error:  # invariant 4: one thread unread, never the turn lost
-            log.warning("user scope: thread %r not read for this turn: %s", other, first_line(error))
+            log.warning(
+                "user scope: thread %r not read for this turn: %s", other, first_line(error)
+            )
     found.sort(key=lambda q: -q["similarity"])
     return found[:QUOTES]
 

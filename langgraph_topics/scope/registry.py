@@ -301,9 +301,7 @@ class StoreScopeRegistry:
         order, changed = _entered(threads, active, thread_id)
         if changed:
             value = {**known, "active": _now()}
-            self.store.put(
-                user_namespace(user_id), thread_key(thread_id), dict(value), index=False
-            )
+            self.store.put(user_namespace(user_id), thread_key(thread_id), dict(value), index=False)
         return order
 
     def add(self, user_id: str, thread_id: str) -> None:
