@@ -87,6 +87,19 @@ memory's files keep the full text. While the window shows such a reference the m
 ``read_namespace``: the tool checks the reference and the next model call's window shows that
 text in full (within the budget), once; later calls see the reference again.
 
+A user's threads
+================
+
+With ``Settings.memory_scope="user"``, a run naming a user (``context.user_id`` or
+``configurable.user_id``, read as the graph reads them: ``scope.run_scope.agent_thread``) works
+on that user's thread of the agent's thread id, stored apart from every other user's, and the
+first model call of each user message reads the user's most recently active other threads
+(``UserMemory.enter``, before this thread's locks) and hands their quotes to the turn as
+``TopicMemory.user`` does: the window quotes them as the graph's does (``scope/window.py``), in
+that call and in the turn's tool rounds. In ``thread`` scope, or without a user, the thread is
+the agent's thread id and nothing more is done. A bad user id, or a thread stored as another
+user's, stops the model call with one line before anything is recorded.
+
 Place the middleware first in ``create_agent(middleware=[...])``: its ``wrap_model_call`` is then
 the outermost (the other middleware see the window) and its ``after_model`` runs last (it
 records the reply as the other middleware left it).
