@@ -220,3 +220,21 @@ def test_a_tool_called_in_a_users_run_sees_the_users_thread(tmp_path: Path) -> N
             result = agent.invoke({"messages": [HumanMessage("whose?")]}, config, context=context)
             answers = [m for m in result["messages"] if isinstance(m, ToolMessage)]
             assert answers[-1].content == scoped_thread_id("ann", "t1")
+
+
+def test_an_async_run_reads_the_user_as_a_sync_one(tmp_path: Path) -> None:
+    import asyncio
+
+    with open_memory(tmp_path / "m", memory_scope="user") as memory:
+        agent = Agent(memory)
+
+        async def say(text: str, thread: str) -> None:
+            config: Any = {"configurable": {"thread_id": thread}}
+            await agent.agent.ainvoke(
+                {"messages": [HumanMessage(text)]}, config, context=AppContext(user_id="ann")
+            )
+
+        asyncio.run(say(FACT, "t1"))
+        asyncio.run(say(QUESTION, "t2"))
+        assert "(thread “t1”)" in system_text(agent.model.calls[-1])
+        assert [t["thread_id"] for t in memory.user("ann").threads()] == ["t1", "t2"]
