@@ -40,6 +40,7 @@ MODEL_TIMEOUT_ENV = "LANGGRAPH_TOPICS_MODEL_TIMEOUT"
 TURN_DEADLINE_ENV = "LANGGRAPH_TOPICS_TURN_DEADLINE"
 REVIEW_AT_ENV = "LANGGRAPH_TOPICS_REVIEW_AT"
 REVIEW_CLOCK_ENV = "LANGGRAPH_TOPICS_REVIEW_CLOCK"
+SCOPE_THREADS_ENV = "LANGGRAPH_TOPICS_SCOPE_THREADS"
 REVIEW_CLOCKS = ("thread", "wall")
 """What a review ages a thread by (``Settings.review_clock``)."""
 DEFAULT_WINDOW_INPUT_TOKENS = 40_000
@@ -110,6 +111,16 @@ def _default_dormancy_rounds() -> int:
     except ValueError:
         raise ValueError(
             f"{DORMANCY_ROUNDS_ENV} must be a whole number of rounds, got {raw!r}"
+        ) from None
+
+
+def _default_scope_threads() -> int:
+    raw = os.environ.get(SCOPE_THREADS_ENV, "8")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(
+            f"{SCOPE_THREADS_ENV} must be a whole number of threads, got {raw!r}"
         ) from None
 
 
@@ -311,6 +322,10 @@ class Settings:
     plain thread; the default), or ``user``, also the user's other threads, whose messages
     the window quotes with their thread and date. A thread without a user reads itself only
     either way. ``TopicMemory.user(user_id, scope=...)`` and ``--scope`` override it."""
+    scope_threads: int = field(default_factory=_default_scope_threads)
+    """How many of the user's other threads a ``user``-scope turn reads at most: the most
+    recently active ones (a turn's cost grows with each thread read, ``bench scope``).
+    ``LANGGRAPH_TOPICS_SCOPE_THREADS`` sets it."""
     store: Literal["embedded", "postgres"] = field(
         default_factory=lambda: cast(Literal["embedded", "postgres"], _default_store())
     )
@@ -464,6 +479,11 @@ class Settings:
             raise ValueError(f"review_clock must be 'thread' or 'wall', got {self.review_clock!r}")
         if self.memory_scope not in ("thread", "user"):
             raise ValueError(f"memory_scope must be 'thread' or 'user', got {self.memory_scope!r}")
+        if self.scope_threads < 1:
+            raise ValueError(
+                f"scope_threads must be at least 1 (memory_scope='thread' reads none), "
+                f"got {self.scope_threads}"
+            )
         if self.split_threshold not in ("budget70", "dynamic"):
             raise ValueError(
                 f"split_threshold must be 'budget70' or 'dynamic', got {self.split_threshold!r}"

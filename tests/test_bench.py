@@ -377,3 +377,20 @@ def test_history_cost_bench_compares_the_import_with_the_layer_off_and_on(
         main(["bench", "history-cost", str(CONV_26), "--conversation", "conv-99"])
     with pytest.raises(SystemExit, match="no such data file"):
         main(["bench", "history-cost", str(tmp_path / "missing.json")])
+
+
+def test_scope_bench_times_both_scopes_and_reads_at_most_the_cap(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["bench", "scope", "--threads", "1,3", "--rounds", "2", "--messages", "4"]
+    argv += ["--scope-threads", "2", "--embedder", "hash", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "bench scope: one user" in printed and "ratio" in printed
+    report = json.loads((tmp_path / "scope.json").read_text("utf-8"))
+    assert [(r["others"], r["read"]) for r in report["rows"]] == [(1, 1), (3, 2)]
+    for row in report["rows"]:
+        assert row["thread_ms"] > 0 and row["user_ms"] > 0 and row["reading_ms"] > 0
+        assert row["ratio"] == pytest.approx(row["user_ms"] / row["thread_ms"], abs=0.01)
+    with pytest.raises(SystemExit, match="bench scope: --rounds must be at least 1"):
+        main(["bench", "scope", "--rounds", "0"])

@@ -129,7 +129,7 @@ def _commands() -> list[list[str]]:
     commands = [["demo"], ["chat"], ["import"], ["context"], ["topics"], ["transcript"], ["check"]]
     commands += [["forget"]]
     commands += [["review"], ["archive"], ["restore"], ["archived"], ["themes"], ["trace"]]
-    kinds = ("recall", "embedders", "overhead", "search", "fanout", "history-cost")
+    kinds = ("recall", "embedders", "overhead", "search", "fanout", "history-cost", "scope")
     bench = [["bench", kind] for kind in kinds]
     return [[], *commands, ["bench"], *bench]
 

@@ -18,7 +18,8 @@ from langgraph_topics import Settings, TopicMemory
 from langgraph_topics.bench.fakes import HashEmbedder
 from langgraph_topics.errors import InputError
 from langgraph_topics.roles.native import native_roles
-from langgraph_topics.scope.threads import scoped_thread_id, user_key
+from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id, user_key
+from langgraph_topics.settings import SCOPE_THREADS_ENV
 from langgraph_topics.stores.embeddings import UseEmbedder
 
 FACT = "My sister Greta lives in Lisbon and keeps bees on her roof."
@@ -215,6 +216,96 @@ def test_user_threads_are_stored_apart_from_plain_threads(tmp_path: Path) -> Non
     assert len(names) == 2
     assert names[0].startswith("@ann-") and not names[1].startswith("@")
     assert (tmp_path / "users").is_dir()
+
+
+# ------------------------------------------------------------------ the cap on threads read
+
+
+def threads_read_by_turns(
+    memory: TopicMemory, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, list[str]]:
+    """Ann's threads t1..t4 said in order, then t1 again; the threads each later turn reads.
+
+    Returns the threads read by a turn on a new thread, then by a turn on t2 after it.
+    """
+    from langgraph_topics.scope import recall
+
+    ann = memory.user("ann", scope="user")
+    for name in ("t1", "t2", "t3", "t4"):
+        ann.chat(name, f"Noted in {name}: my sister Greta lives in Lisbon.")
+    ann.chat("t1", "Which tomato varieties grow well on a balcony?")  # t1 active again
+    read: list[str] = []
+    original = recall._read_thread
+
+    def spy(memory: TopicMemory, stored_id: str, query: str) -> list[recall.ScopeQuote]:
+        read.append(local_thread_id(stored_id))
+        return original(memory, stored_id, query)
+
+    monkeypatch.setattr(recall, "_read_thread", spy)
+    runs: dict[str, list[str]] = {}
+    for thread in ("new", "t2"):
+        read.clear()
+        ann.chat(thread, QUESTION)
+        runs[thread] = list(read)
+    return runs
+
+
+@pytest.mark.parametrize("cap", [1, 3])
+def test_a_turn_reads_only_the_most_recently_active_other_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap: int
+) -> None:
+    with open_memory(tmp_path / "m", scope_threads=cap) as memory:
+        runs = threads_read_by_turns(memory, monkeypatch)
+        # Newest activity first: t1 (spoken in last), then t4, t3; t2 is the oldest.
+        assert runs["new"] == ["t1", "t4", "t3"][:cap]
+        # The new thread is now the most recent; t2 itself is never read by its own turn.
+        assert runs["t2"] == ["new", "t1", "t4"][:cap]
+        window = memory.state(memory.user("ann").thread("new"))["context"]
+        quoted = {q["thread_id"] for q in window.get("scope_quotes", [])}
+        assert quoted and quoted <= set(["t1", "t4", "t3"][:cap])  # nothing of an unread one
+        # The registry still lists the threads in the order they joined.
+        assert [t["thread_id"] for t in memory.user("ann").threads()] == [
+            "t1", "t2", "t3", "t4", "new"
+        ]  # fmt: skip
+
+
+def test_a_cap_over_the_thread_count_reads_every_other_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_memory(tmp_path / "m") as memory:
+        assert memory.settings.scope_threads == 8
+        runs = threads_read_by_turns(memory, monkeypatch)
+    assert runs["new"] == ["t1", "t4", "t3", "t2"]
+    assert runs["t2"] == ["new", "t1", "t4", "t3"]
+
+
+def test_thread_scope_turns_and_context_queries_leave_the_activity_order_alone(
+    memory: TopicMemory,
+) -> None:
+    ann = memory.user("ann", scope="thread")
+    for name in ("t1", "t2"):
+        ann.chat(name, FACT)
+    registry = memory.scope_registry
+    assert registry.recent("ann") == ["t2", "t1"]  # joined order, newest first
+    assert not (Path(memory.settings.data_dir) / "users" / user_key("ann") / "active.json").exists()
+    memory.user("ann", scope="user").context("t1", QUESTION)  # reads, records nothing
+    assert registry.recent("ann") == ["t2", "t1"]
+    memory.user("ann", scope="user").chat("t1", QUESTION)
+    assert registry.recent("ann") == ["t1", "t2"]
+
+
+def test_the_scope_threads_setting_is_checked_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError) as raised:
+        Settings(scope_threads=0)
+    assert str(raised.value) == (
+        "scope_threads must be at least 1 (memory_scope='thread' reads none), got 0"
+    )
+    monkeypatch.setenv(SCOPE_THREADS_ENV, "3")
+    assert Settings().scope_threads == 3
+    monkeypatch.setenv(SCOPE_THREADS_ENV, "many")
+    with pytest.raises(ValueError) as raised:
+        Settings()
+    assert str(raised.value) == f"{SCOPE_THREADS_ENV} must be a whole number of threads, got 'many'"
 
 
 # ------------------------------------------------------------------ the command line

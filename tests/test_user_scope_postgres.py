@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 from conversations import SUBJECTS
-from test_user_scope import FACT, QUESTION, open_memory, system_prompt, three_threads
+from test_user_scope import (
+    FACT,
+    QUESTION,
+    open_memory,
+    system_prompt,
+    threads_read_by_turns,
+    three_threads,
+)
 
 from langgraph_topics import TopicMemory
 from langgraph_topics.migration.user_scope import assign_threads
@@ -47,6 +54,17 @@ def test_a_fact_of_thread_one_is_quoted_in_thread_three(
         prompt = system_prompt(other, "ann", "user")
         line = next(line for line in prompt.splitlines() if "Lisbon" in line)
         assert "(thread “t1”)" in line and line.startswith("[20")
+
+
+def test_a_turn_reads_only_the_most_recently_active_other_threads(
+    postgres_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_shared(postgres_uri, tmp_path / "worker-a", scope_threads=2) as memory:
+        runs = threads_read_by_turns(memory, monkeypatch)
+        assert runs == {"new": ["t1", "t4"], "t2": ["new", "t1"]}
+    # Another worker sees the same order (it lives in the database, not the data directory).
+    with open_shared(postgres_uri, tmp_path / "worker-b") as other:
+        assert other.scope_registry.recent("ann") == ["t2", "new", "t1", "t4", "t3"]
 
 
 def test_two_users_with_the_same_thread_names_never_see_each_other(memory: TopicMemory) -> None:

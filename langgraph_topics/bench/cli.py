@@ -40,7 +40,8 @@ def add_bench_parser(commands: Any) -> None:
     """Register ``bench`` and its sub-subcommands on the CLI's subparsers."""
     bench = commands.add_parser(
         "bench",
-        help="benchmarks: recall, overhead, search, fanout, topics, agent, server-load, soak",
+        help="benchmarks: recall, overhead, search, fanout, topics, agent, server-load, soak, "
+        "scope",
     )
     kinds = bench.add_subparsers(dest="bench", required=True)
 
@@ -273,6 +274,21 @@ def add_bench_parser(commands: Any) -> None:
     history_cost.add_argument("--budget", type=int, default=4000, help="the memory's budget")
     _shared(history_cost)
 
+    scope = kinds.add_parser(
+        "scope", help="a user-scope turn beside a thread-scope turn, by the user's thread count"
+    )
+    scope.add_argument(
+        "--threads", type=_ints, default=[1, 4, 8, 16], help="the user's other threads"
+    )
+    scope.add_argument("--rounds", type=int, default=10, help="questions asked in each scope")
+    scope.add_argument("--messages", type=int, default=20, help="messages in each other thread")
+    scope.add_argument("--budget", type=int, default=4000, help="the memory's budget")
+    scope.add_argument(
+        "--scope-threads", type=int, default=None, help="Settings.scope_threads (default 8)"
+    )
+    scope.add_argument("--embedder", choices=["use", "hash"], default="use")
+    _shared(scope)
+
 
 def _sizes(text: str) -> list[int]:
     from langgraph_topics.bench.cost import parse_size
@@ -379,6 +395,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return _soak(args)
     if args.bench == "history-cost":
         return _history_cost(args)
+    if args.bench == "scope":
+        return _scope(args)
     from langgraph_topics.bench.fanout import fanout_table, run_fanout
 
     report = run_fanout(
@@ -387,6 +405,27 @@ def run_bench(args: argparse.Namespace) -> int:
     path = _write(args.out, "fanout.json", report)
     _emit(args, report, fanout_table(report))
     _stderr(f"wrote {path}")
+    return 0
+
+
+def _scope(args: argparse.Namespace) -> int:
+    from langgraph_topics.bench.scope_cost import ScopeCostConfig, run_scope_cost, scope_cost_table
+
+    try:
+        config = ScopeCostConfig(
+            others=args.threads,
+            rounds=args.rounds,
+            messages=args.messages,
+            budget=args.budget,
+            scope_threads=args.scope_threads,
+            embedder=args.embedder,
+        )
+    except ValueError as error:
+        raise SystemExit(f"bench scope: {error}") from None
+    report = run_scope_cost(config, _stderr)
+    path = _write(args.out, "scope.json", report)
+    _emit(args, report, scope_cost_table(report))
+    _stderr(f"wrote {path} in {report['seconds']} s")
     return 0
 
 

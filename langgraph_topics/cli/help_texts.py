@@ -304,6 +304,15 @@ One LoCoMo conversation imported with the history layer off (the import alone) a
 import, then themes: refined turns recorded, units, buckets and themes computed and kept on
 disk), the runs alternating; prints the medians and their ratio (issue 38: at most 1.5).
 """,
+    f"{PROG} bench scope": """
+examples:
+  langgraph-topics bench scope --threads 1,4 --rounds 3 --embedder hash
+  nice langgraph-topics bench scope --threads 1,4,8,16
+
+One user with that many other threads (--messages each) asks --rounds questions on one more
+thread, each in thread scope and in user scope, the two taking turns; prints the medians and the
+user-scope turn's ratio to the thread-scope turn (reads stop growing at Settings.scope_threads).
+""",
     f"{PROG} review": """
 examples:
   langgraph-topics review --thread bob                   # on the thread's own clock

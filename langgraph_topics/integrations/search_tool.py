@@ -19,7 +19,7 @@ LangChain tool-calling loop can take :func:`search_memory_tool` as one of its to
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import HumanMessage
@@ -56,7 +56,9 @@ class SearchMemoryInput(BaseModel):
     until: str = Field(default="", description="Sent on or before (YYYY-MM-DD).")
 
 
-def search_memory_tool(memory: TopicMemory, *, limit: int = HITS) -> BaseTool:
+def search_memory_tool(
+    memory: TopicMemory, *, limit: int = HITS, thread_of: Callable[[], str] = thread_id_of
+) -> BaseTool:
     """The ``search_memory`` tool of ``memory``, searching the calling run's thread.
 
     Example:
@@ -66,13 +68,15 @@ def search_memory_tool(memory: TopicMemory, *, limit: int = HITS) -> BaseTool:
         memory: The topic memory holding the conversation (its thread is the run's
             ``thread_id``, ``default`` without one).
         limit: The most messages one call returns.
+        thread_of: The memory's thread of the calling run (``TopicMemoryMiddleware`` passes
+            its own: a user's thread in ``user`` scope); the run's ``thread_id`` by default.
     """
 
     def run(query: str, since: str = "", until: str = "") -> str:
-        return search_memory(memory, thread_id_of(), query, since=since, until=until, limit=limit)
+        return search_memory(memory, thread_of(), query, since=since, until=until, limit=limit)
 
     async def arun(query: str, since: str = "", until: str = "") -> str:
-        thread_id = thread_id_of()  # read in the caller's context, not the worker thread's
+        thread_id = thread_of()  # read in the caller's context, not the worker thread's
         return await asyncio.to_thread(
             search_memory, memory, thread_id, query, since=since, until=until, limit=limit
         )

@@ -87,6 +87,19 @@ memory's files keep the full text. While the window shows such a reference the m
 ``read_namespace``: the tool checks the reference and the next model call's window shows that
 text in full (within the budget), once; later calls see the reference again.
 
+A user's threads
+================
+
+With ``Settings.memory_scope="user"``, a run naming a user (``context.user_id`` or
+``configurable.user_id``, read as the graph reads them: ``scope.run_scope.agent_thread``) works
+on that user's thread of the agent's thread id, stored apart from every other user's, and the
+first model call of each user message reads the user's most recently active other threads
+(``UserMemory.enter``, before this thread's locks) and hands their quotes to the turn as
+``TopicMemory.user`` does: the window quotes them as the graph's does (``scope/window.py``), in
+that call and in the turn's tool rounds. In ``thread`` scope, or without a user, the thread is
+the agent's thread id and nothing more is done. A bad user id, or a thread stored as another
+user's, stops the model call with one line before anything is recorded.
+
 Place the middleware first in ``create_agent(middleware=[...])``: its ``wrap_model_call`` is then
 the outermost (the other middleware see the window) and its ``after_model`` runs last (it
 records the reply as the other middleware left it).
@@ -113,6 +126,7 @@ from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
+    HumanMessage,
     RemoveMessage,
     SystemMessage,
 )
@@ -120,7 +134,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.constants import TAG_NOSTREAM
-from langgraph.runtime import ExecutionInfo, Runtime
+from langgraph.runtime import ExecutionInfo, Runtime, get_runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
@@ -139,7 +153,10 @@ from langgraph_topics.namespace.tool import READ_NAMESPACE, READ_NAMESPACE_TOOL
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.roles.llm.responder import ACTIVATE_TOPIC_TOOL
-from langgraph_topics.services import TopicContext, TopicServices, thread_id_of
+from langgraph_topics.scope.recall import ScopeQuote
+from langgraph_topics.scope.run_scope import agent_thread
+from langgraph_topics.scope.threads import local_thread_id
+from langgraph_topics.services import TopicContext, TopicServices
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
 from langgraph_topics.state.messages import text_of
 from langgraph_topics.state.records import ActivationRequest, AssembledContext
@@ -252,7 +269,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         self.tools: Sequence[BaseTool] = [
             *([] if activate_topic is False else [self._activate_topic_tool()]),
             *([self._read_namespace_tool()] if read_namespace else []),
-            *([search_memory_tool(memory)] if search_memory else []),
+            *([search_memory_tool(memory, thread_of=self._tool_thread)] if search_memory else []),
         ]
         self._pending_reads: dict[str, list[str]] = {}
         """References ``read_namespace`` validated, per thread, for the next model call."""
@@ -261,6 +278,9 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         """Per thread, the id of the last agent message ``_record`` recorded (in this process)."""
         """Threads where ``activate_topic`` woke topics: their next call runs a whole turn,
         so that the woken topics are read."""
+        self._scope_quotes: dict[str, tuple[str | None, list[ScopeQuote]]] = {}
+        """Per thread (user scope), the user message the other threads were read for, and
+        what they held: the turn's later calls (tool rounds, retries) reuse it."""
         self._reads_lock = threading.Lock()
 
     # -- the hooks ---------------------------------------------------------------------------
@@ -288,17 +308,18 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         window = state.get("topic_window")
         turn = window["turn"] if window and window.get("closes_turn", True) else None
         update: dict[str, Any] = {"topic_window": None}
-        removals = self._record(thread_id_of(runtime), state, turn=turn)
+        removals = self._record(self.memory_thread(runtime)[0], state, turn=turn)
         if removals:
             update["messages"] = removals
         return update
 
     def after_agent(self, state: TopicAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Record what came after the last model call (results of ``return_direct`` tools)."""
-        thread_id = thread_id_of(runtime)
+        thread_id = self.memory_thread(runtime)[0]
         messages = state["messages"]
         with self._reads_lock:
             last = self._recorded_last.get(thread_id)
+            self._scope_quotes.pop(thread_id, None)  # the run is over: its user turn too
         if messages and last is not None and messages[-1].id == last:
             # The run ended with the reply ``after_model`` just recorded (the usual end):
             # nothing to read, lock or write (a split landing now is removed next call).
@@ -351,7 +372,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         new tool exchange and assemble again from that turn's topic results
         (:mod:`~langgraph_topics.integrations.tool_rounds`): no fan-out, no split.
         """
-        thread_id = thread_id_of(request.runtime)
+        thread_id, user_id = self.memory_thread(request.runtime)
         messages = request.state["messages"]
         counter = self.memory.services.token_counter
         budget = self.memory.settings.budget_tokens
@@ -361,6 +382,8 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         # The app's own parts first: a budget they leave too little of is refused before
         # anything is recorded.
         part = FixedParts.of(system, app_tools, counter).memory_budget(budget)
+        # Before this thread's locks: the other threads are read under their own.
+        quotes = self._turn_quotes(thread_id, user_id, messages)
         with self._reads_lock:
             reads = self._pending_reads.pop(thread_id, [])
             woken = thread_id in self._woken
@@ -390,7 +413,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             if not woken and continues_user_turn(values, fresh, messages):
                 new = stamped(fresh, self.memory.services.clock().isoformat())
                 update = tool_round_update(
-                    values, new, self._runtime(thread_id, self._services(part)), reads=reads
+                    values, new, self._runtime(thread_id, self._services(part), quotes), reads=reads
                 )
                 self._commit(thread_id, update)
                 window: ModelCallWindow = {
@@ -405,7 +428,13 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 turn_input: dict[str, Any] = {"messages": fresh, "mode": "assemble"}
                 if reads:
                     turn_input["read_namespace"] = reads
-                result = self.memory.run_turn(thread_id, turn_input, services=self._services(part))
+                result = self.memory.run_turn(
+                    thread_id,
+                    turn_input,
+                    services=self._services(part),
+                    user_id=user_id,
+                    scope_quotes=quotes,
+                )
                 kept = {m.id for m in result["messages"]}
                 removals = [RemoveMessage(id=m.id) for m in messages if m.id and m.id not in kept]
                 window = {
@@ -415,8 +444,54 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                     "can_search": _can_search(result),
                     "closes_turn": True,
                 }
-            self._fit(thread_id, request, window, part, reads)
+            self._fit(thread_id, request, window, part, reads, quotes)
         return window, removals
+
+    def memory_thread(self, runtime: Runtime[Any] | None = None) -> tuple[str, str | None]:
+        """The memory's thread of this run, and the user whose other threads it reads.
+
+        The agent's thread id, or in ``user`` scope (``Settings.memory_scope``) for a run
+        naming a user (``context.user_id`` or ``configurable.user_id``, as the graph reads
+        it) that user's thread of that name (``scope.run_scope.agent_thread``).
+
+        Raises:
+            InputError: An invalid user id, or a thread stored as another user's (one line,
+                before anything is read or written).
+        """
+        return agent_thread(runtime, self.memory.settings.memory_scope)
+
+    def _tool_thread(self) -> str:
+        """``memory_thread`` of the run calling one of the memory's tools."""
+        try:
+            runtime: Runtime[Any] | None = get_runtime()
+        except RuntimeError:  # called outside a run
+            runtime = None
+        return self.memory_thread(runtime)[0]
+
+    def _turn_quotes(
+        self, thread_id: str, user_id: str | None, messages: Sequence[AnyMessage]
+    ) -> list[ScopeQuote]:
+        """What the user's other threads hold for this user turn (none without a user).
+
+        Read once per user message (``UserMemory.enter``: the thread recorded as the user's
+        most recently active, then the most recently active others read, each under its own
+        files lock); the turn's later calls reuse it, so the window keeps its quotes through
+        the tool rounds. A plain agent does nothing here.
+        """
+        if user_id is None:
+            return []
+        last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+        if last is None:
+            return []
+        with self._reads_lock:
+            cached = self._scope_quotes.get(thread_id)
+        if cached is not None and cached[0] == last.id:
+            return cached[1]
+        person = self.memory.user(user_id, scope="user")
+        quotes = person.enter(local_thread_id(thread_id), text_of(last))
+        with self._reads_lock:
+            self._scope_quotes[thread_id] = (last.id, quotes)
+        return quotes
 
     def _services(self, part: int) -> TopicServices:
         """The memory's services with ``part`` as the window's budget."""
@@ -432,6 +507,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         window: ModelCallWindow,
         part: int,
         reads: list[str],
+        quotes: Sequence[ScopeQuote] = (),
     ) -> None:
         """Assemble ``window`` again, smaller, while the whole request passes the budget.
 
@@ -460,7 +536,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 return
             part = max(MIN_BUDGET_TOKENS, part - excess)
             values = self.memory.state(thread_id)
-            runtime = self._runtime(thread_id, self._services(part))
+            runtime = self._runtime(thread_id, self._services(part), quotes)
             update = tool_round_update(values, [], runtime, reads=reads)
             self._commit(thread_id, update)
             window["context"] = update["context"]
@@ -587,18 +663,29 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         self.memory.graph.update_state(config, update, as_node=_LAST_NODE)
 
     def _runtime(
-        self, thread_id: str, services: TopicServices | None = None
+        self,
+        thread_id: str,
+        services: TopicServices | None = None,
+        quotes: Sequence[ScopeQuote] = (),
     ) -> Runtime[TopicContext]:
-        """A runtime for the memory's node functions, naming the memory's thread."""
+        """A runtime for the memory's node functions, naming the memory's thread.
+
+        ``quotes``: the user turn's quotes of the user's other threads (user scope), which the
+        assembly puts in the window as the graph's does.
+        """
         info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id=thread_id)
-        context = TopicContext(services=services or self.memory.services)
+        services = services or self.memory.services
+        if quotes:
+            context = TopicContext(services=services, scope_quotes=list(quotes))
+        else:
+            context = TopicContext(services=services)
         return Runtime(context=context, execution_info=info)
 
     # -- activate_topic ----------------------------------------------------------------------
 
     def _activate_topic_tool(self) -> BaseTool:
         def run(query: str) -> str:
-            return self.activate(thread_id_of(), query)
+            return self.activate(self._tool_thread(), query)
 
         async def arun(query: str) -> str:
             return await asyncio.to_thread(run, query)
@@ -656,7 +743,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
 
     def _read_namespace_tool(self) -> BaseTool:
         def run(reference: str) -> str:
-            return self.read_namespace(thread_id_of(), reference)
+            return self.read_namespace(self._tool_thread(), reference)
 
         async def arun(reference: str) -> str:
             return await asyncio.to_thread(run, reference)

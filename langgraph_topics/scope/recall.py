@@ -56,31 +56,38 @@ class ScopeQuote(TypedDict):
 
 
 def recall_from_threads(
-    memory: TopicMemory, user_id: str, thread_id: str, query: str
+    memory: TopicMemory,
+    user_id: str,
+    thread_id: str,
+    query: str,
+    recent: Sequence[str] | None = None,
 ) -> list[ScopeQuote]:
     """The messages of user ``user_id``'s other threads that best answer ``query``.
+
+    Only the ``Settings.scope_threads`` most recently active other threads are read: a
+    thread read costs the turn its evidence search (``bench scope``), so the turn's cost stops
+    growing with the user's thread count.
 
     Args:
         memory: The memory holding the user's threads.
         user_id: The user (checked by the caller).
         thread_id: The thread of the turn, as the user names it: it is not read here.
         query: The turn's question.
+        recent: The user's threads, the most recently active first, when the caller has them
+            (``ScopeRegistry.enter``); read from the registry otherwise.
     """
     if not query.strip():
         return []
+    if recent is None:
+        recent = memory.scope_registry.recent(user_id)
+    others = [t for t in recent if t != thread_id][: memory.settings.scope_threads]
     found: list[ScopeQuote] = []
-    for registered in memory.scope_registry.threads(user_id):
-        if registered["thread_id"] == thread_id:
-            continue
+    for other in others:
         try:
-            found.extend(
-                _read_thread(memory, scoped_thread_id(user_id, registered["thread_id"]), query)
-            )
+            found.extend(_read_thread(memory, scoped_thread_id(user_id, other), query))
         except Exception as error:  # invariant 4: one thread unread, never the turn lost
             log.warning(
-                "user scope: thread %r not read for this turn: %s",
-                registered["thread_id"],
-                first_line(error),
+                "user scope: thread %r not read for this turn: %s", other, first_line(error)
             )
     found.sort(key=lambda q: -q["similarity"])
     return found[:QUOTES]

@@ -10,26 +10,41 @@ may append at once; a thread listed twice is read once.
 
 Only the threads' *names* live here: each thread's data stays in its own stores, so deleting
 a registry never loses a message, and a registry lost with its file is rebuilt by ``migrate``.
+
+It also knows which threads were active last, so that a ``user``-scope turn reads only the
+``Settings.scope_threads`` most recently active others without opening every thread
+(``enter``, ``recent``). A thread's activity is its last ``user``-scope turn that changed the
+order (a turn on the thread already first writes nothing), else when it joined. The order is
+a hint, not data: it is written without ``fsync`` to ``active.json`` beside the registry file
+(embedded; the last of two processes writing at once wins), or as the item's ``active`` field
+(``postgres``); lost or damaged, threads count from when they joined.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TypedDict
 
 from langgraph.store.base import BaseStore
 
+from langgraph_topics.errors import first_line
 from langgraph_topics.scope.threads import check_user_id, user_key
 from langgraph_topics.stores.base_store_topics import NAMESPACE_PREFIX
 from langgraph_topics.stores.durable import append_durably, fsync_directory
 from langgraph_topics.thread_ids import check_thread_id, thread_key
 
+log = logging.getLogger(__name__)
+
 USERS_DIR = "users"
 THREADS_FILE = "threads.jsonl"
+ACTIVE_FILE = "active.json"
 USERS_LABEL = "users"
 
 
@@ -54,6 +69,19 @@ class ScopeRegistry(Protocol):
         """Record ``thread_id`` as one of the user's threads (nothing when it is already)."""
         ...
 
+    def recent(self, user_id: str) -> list[str]:
+        """The user's threads, the most recently active first (``by_activity``)."""
+        ...
+
+    def enter(self, user_id: str, thread_id: str) -> list[str]:
+        """Record a ``user``-scope turn on ``thread_id`` (registering it if new).
+
+        Returns:
+            The user's threads, the most recently active first: ``thread_id`` first. The
+            registry is read once for both (the turn's reading of the other threads needs it).
+        """
+        ...
+
     def remove_user(self, user_id: str) -> None:
         """Delete the user's registry (their threads' data is deleted by ``forget``)."""
         ...
@@ -72,6 +100,34 @@ def _once(entries: Iterable[RegisteredThread]) -> list[RegisteredThread]:
     for entry in entries:
         seen.setdefault(entry["thread_id"], entry)
     return list(seen.values())
+
+
+def by_activity(threads: Sequence[RegisteredThread], active: Mapping[str, str]) -> list[str]:
+    """The thread ids of ``threads``, the most recently active first.
+
+    A thread's activity is its time in ``active`` (thread id → ISO time, UTC), else when it
+    joined; of two at the same time, the one that joined later comes first.
+    """
+    ranked = sorted(
+        enumerate(threads),
+        key=lambda p: (max(active.get(p[1]["thread_id"], ""), p[1]["joined"]), p[0]),
+        reverse=True,
+    )
+    return [entry["thread_id"] for _, entry in ranked]
+
+
+def _entered(
+    threads: list[RegisteredThread], active: dict[str, str], thread_id: str
+) -> tuple[list[str], bool]:
+    """The order after a turn on ``thread_id``, and whether its activity must be recorded.
+
+    A thread already first is not recorded again (the common case: several turns in a row
+    on one thread write nothing).
+    """
+    order = by_activity(threads, active)
+    if order and order[0] == thread_id:
+        return order, False
+    return [thread_id, *(t for t in order if t != thread_id)], True
 
 
 class FileScopeRegistry:
@@ -105,6 +161,9 @@ class FileScopeRegistry:
         check_thread_id(thread_id)
         if any(t["thread_id"] == thread_id for t in self.threads(user_id)):
             return
+        self._append(user_id, thread_id)
+
+    def _append(self, user_id: str, thread_id: str) -> RegisteredThread:
         directory = self.user_directory(user_id)
         if not directory.is_dir():
             directory.mkdir(parents=True, exist_ok=True)
@@ -112,6 +171,51 @@ class FileScopeRegistry:
         entry: RegisteredThread = {"user_id": user_id, "thread_id": thread_id, "joined": _now()}
         line = json.dumps(entry, ensure_ascii=True) + "\n"
         append_durably(directory / THREADS_FILE, line.encode("ascii"))
+        return entry
+
+    def recent(self, user_id: str) -> list[str]:
+        """The user's threads, the most recently active first (``by_activity``)."""
+        return by_activity(self.threads(user_id), self._active(user_id))
+
+    def enter(self, user_id: str, thread_id: str) -> list[str]:
+        """Record a ``user``-scope turn on ``thread_id`` (registering it if new).
+
+        Returns:
+            The user's threads, the most recently active first: ``thread_id`` first.
+        """
+        check_thread_id(thread_id)
+        threads = self.threads(user_id)
+        if not any(t["thread_id"] == thread_id for t in threads):
+            threads.append(self._append(user_id, thread_id))  # joined now: the newest
+        active = self._active(user_id)
+        order, changed = _entered(threads, active, thread_id)
+        if changed:
+            self._write_active(user_id, {**active, thread_id: _now()})
+        return order
+
+    def _active(self, user_id: str) -> dict[str, str]:
+        """The recorded activity of the user's threads (empty when none, or unreadable)."""
+        try:
+            value = json.loads((self.user_directory(user_id) / ACTIVE_FILE).read_bytes())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(value, dict):
+            return {}
+        return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def _write_active(self, user_id: str, active: Mapping[str, str]) -> None:
+        """Replace ``active.json`` (a hint: no ``fsync``; a failed write only loses the order).
+
+        Each writer has its own scratch file, so that two processes never write into one.
+        """
+        path = self.user_directory(user_id) / ACTIVE_FILE
+        scratch = path.with_name(f".{ACTIVE_FILE}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            scratch.write_text(json.dumps(active, ensure_ascii=True), "ascii")
+            os.replace(scratch, path)
+        except OSError as error:
+            scratch.unlink(missing_ok=True)
+            log.warning("user scope: the threads' activity not recorded: %s", first_line(error))
 
     def remove_user(self, user_id: str) -> None:
         """Delete the user's registry."""
@@ -156,8 +260,13 @@ class StoreScopeRegistry:
 
     def threads(self, user_id: str) -> list[RegisteredThread]:
         """The user's threads, in the order they joined, each once."""
+        return self._entries(user_id)[0]
+
+    def _entries(self, user_id: str) -> tuple[list[RegisteredThread], dict[str, str]]:
+        """The user's threads in the order they joined, and their recorded activity."""
         namespace = user_namespace(check_user_id(user_id))
         entries: list[tuple[str, datetime, RegisteredThread]] = []
+        active: dict[str, str] = {}
         offset = 0
         while True:
             page = self.store.search(namespace, limit=self.PAGE, offset=offset)
@@ -165,11 +274,35 @@ class StoreScopeRegistry:
                 entry = _parsed(json.dumps(item.value).encode("utf-8"))
                 if entry is not None and entry["user_id"] == user_id:
                     entries.append((entry["joined"], item.created_at, entry))
+                    if isinstance(when := item.value.get("active"), str):
+                        active[entry["thread_id"]] = when
             if len(page) < self.PAGE:
                 break
             offset += self.PAGE
         entries.sort(key=lambda e: (e[0], e[1]))
-        return _once(e[2] for e in entries)
+        return _once(e[2] for e in entries), active
+
+    def recent(self, user_id: str) -> list[str]:
+        """The user's threads, the most recently active first (``by_activity``)."""
+        return by_activity(*self._entries(user_id))
+
+    def enter(self, user_id: str, thread_id: str) -> list[str]:
+        """Record a ``user``-scope turn on ``thread_id`` (registering it if new).
+
+        Returns:
+            The user's threads, the most recently active first: ``thread_id`` first.
+        """
+        check_thread_id(thread_id)
+        threads, active = self._entries(user_id)
+        known = next((t for t in threads if t["thread_id"] == thread_id), None)
+        if known is None:
+            self.add(user_id, thread_id)  # joined now: the newest
+            return [thread_id, *by_activity(threads, active)]
+        order, changed = _entered(threads, active, thread_id)
+        if changed:
+            value = {**known, "active": _now()}
+            self.store.put(user_namespace(user_id), thread_key(thread_id), dict(value), index=False)
+        return order
 
     def add(self, user_id: str, thread_id: str) -> None:
         """Record ``thread_id`` as one of the user's threads (nothing when it is already)."""

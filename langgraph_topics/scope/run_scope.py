@@ -18,7 +18,14 @@ from langgraph.runtime import Runtime
 
 from langgraph_topics.errors import InputError
 from langgraph_topics.scope.recall import ScopeQuote
-from langgraph_topics.scope.threads import belongs_to, check_user_id, local_thread_id
+from langgraph_topics.scope.threads import (
+    MemoryScope,
+    belongs_to,
+    check_user_id,
+    local_thread_id,
+    scoped_thread_id,
+)
+from langgraph_topics.services import thread_id_of
 from langgraph_topics.thread_ids import scoped_parts
 
 USER_ID_KEY = "user_id"
@@ -80,6 +87,31 @@ def check_run_scope(runtime: Runtime[Any] | None, thread_id: str) -> None:
             client sending a NUL or an empty id made a mistake worth one line).
     """
     check_thread_owner(thread_id, user_id_of(runtime))
+
+
+def agent_thread(runtime: Runtime[Any] | None, scope: MemoryScope) -> tuple[str, str | None]:
+    """The memory thread of an agent's run (``TopicMemoryMiddleware``), and its scope's user.
+
+    An agent's thread id is the application's own (its checkpointer's). In ``user`` scope a
+    run naming user ``U`` (as a graph run does: ``user_id_of``) works on U's thread of that
+    name, stored apart from every other user's (``scoped_thread_id``), and U is returned: the
+    turn reads U's other threads. In ``thread`` scope, or without a user, the thread is the
+    agent's thread id as it always was. A user id that cannot name a user, or a thread stored
+    as another user's, is refused in either scope.
+
+    Raises:
+        InputError: One line; nothing was read or written.
+    """
+    thread_id = thread_id_of(runtime)
+    user_id = user_id_of(runtime)
+    if user_id is None:
+        return thread_id, None
+    check_thread_owner(thread_id, user_id)
+    if scope != "user":
+        return thread_id, None
+    if scoped_parts(thread_id) is not None:  # the user's stored id, named as it is
+        return thread_id, user_id
+    return scoped_thread_id(user_id, thread_id), user_id
 
 
 def check_thread_owner(thread_id: str, user_id: str | None) -> None:

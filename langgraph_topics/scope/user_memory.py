@@ -72,8 +72,8 @@ class UserMemory:
         The thread is registered, and in ``user`` scope the payload's last user message is
         looked for in the user's other threads first.
         """
-        self.register(stored_id)
-        quotes = self.recall(local_thread_id(stored_id), _last_user_text(payload))
+        check_thread_owner(check_thread_id(stored_id), self.user_id)
+        quotes = self.enter(local_thread_id(stored_id), _last_user_text(payload))
         return self.memory.run_turn(
             stored_id, payload, user_id=self.user_id, scope_quotes=quotes, **options
         )
@@ -92,9 +92,8 @@ class UserMemory:
         """
         stored = self.thread(thread_id)
         text = check_message_text(text)
-        self.memory.scope_registry.add(self.user_id, thread_id)
         return self.memory.chat(
-            stored, text, user_id=self.user_id, scope_quotes=self.recall(thread_id, text)
+            stored, text, user_id=self.user_id, scope_quotes=self.enter(thread_id, text)
         )
 
     def context(self, thread_id: str, text: str) -> ContextReport:
@@ -116,6 +115,20 @@ class UserMemory:
         added = self.memory.import_messages(self.thread(thread_id), messages)
         self.memory.scope_registry.add(self.user_id, thread_id)
         return added
+
+    def enter(self, thread_id: str, text: str) -> list[ScopeQuote]:
+        """Record a turn on the user's thread ``thread_id``; what the others hold for ``text``.
+
+        The thread is registered as the user's; in ``user`` scope it also becomes the user's
+        most recently active thread, and the ``Settings.scope_threads`` most recently active
+        others are read (``recall``), before the turn takes its own thread's locks.
+        """
+        registry = self.memory.scope_registry
+        if self.scope != "user":
+            registry.add(self.user_id, thread_id)
+            return []
+        recent = registry.enter(self.user_id, check_thread_id(thread_id))
+        return recall_from_threads(self.memory, self.user_id, thread_id, text, recent)
 
     def recall(self, thread_id: str, text: str) -> list[ScopeQuote]:
         """What the user's other threads hold for ``text`` (none in ``thread`` scope)."""
