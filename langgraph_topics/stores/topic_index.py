@@ -264,9 +264,7 @@ def collection_names(data_dir: Path, chroma_url: str | None) -> list[str]:
     client = _existing_client(data_dir, chroma_url)
     if client is None:
         return []
-    return sorted(
-        c.name for c in _asked(chroma_url, lambda: list(client.list_collections()))
-    )
+    return sorted(c.name for c in _asked(chroma_url, lambda: list(client.list_collections())))
 
 
 def drop_collection(data_dir: Path, chroma_url: str | None, name: str) -> None:
