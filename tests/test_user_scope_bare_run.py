@@ -178,3 +178,19 @@ def test_a_bare_run_on_postgres_reads_topic_memory_threads(
         assert "t3" in [t["thread_id"] for t in memory.user("ann").threads()]
         other = bare_run(graph, "b3", QUESTION, user="bob", services=memory.services)
         assert "Lisbon" not in prompt_of(other)
+
+
+def test_a_topic_memory_turn_inside_a_run_naming_a_user_keeps_its_thread(
+    memory: TopicMemory,
+) -> None:
+    """``run_turn`` in an application's node: the parent run's user is not the turn's."""
+    from langchain_core.runnables import RunnableLambda
+
+    step = RunnableLambda(lambda text: memory.chat("plain", text))
+    config: Any = {"configurable": {"user_id": "ann"}}
+    step.invoke(FACT, config)
+    assert step.invoke(QUESTION, config)
+    assert "memory_thread" not in memory.state("plain")
+    assert memory.user("ann").threads() == []
+    said = [m["content"] for m in memory.transcript("plain") if m["role"] == "user"]
+    assert said == [FACT, QUESTION]

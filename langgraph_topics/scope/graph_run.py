@@ -38,7 +38,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from langgraph_topics.errors import first_line
-from langgraph_topics.scope.recall import ScopeQuote, recall_from_threads
+from langgraph_topics.scope.recall import recall_from_threads
 from langgraph_topics.scope.registry import FileScopeRegistry, ScopeRegistry, StoreScopeRegistry
 from langgraph_topics.scope.run_scope import (
     MEMORY_THREAD_KEY,
@@ -153,11 +153,13 @@ class GraphThreads:
 def scope_context(graph: Any, input: Any, config: Mapping[str, Any] | None, context: Any) -> Any:
     """The context a run of ``graph`` starts with: in user scope, with the other threads' quotes.
 
-    Unchanged for a run naming no user, a ``thread``-scope run, a context that already carries
-    ``scope_quotes`` (``TopicMemory``'s turns, the middleware's), an import, a split, and a
-    run without a new user message. Otherwise the run's thread is recorded in the user's
-    registry (the most recently active: ``ScopeRegistry.enter``; a ``context`` query records
-    nothing) and the ``scope_threads`` most recently active others are read for the message.
+    Unchanged for a run naming no user, a ``thread``-scope run, and a context that already
+    carries ``scope_quotes`` (``TopicMemory``'s turns, the middleware's). Otherwise the context
+    names the user (``user_id``: the nodes keep the run's topics as the user's thread,
+    ``run_scope.memory_thread_of``); a turn with a new user message records the thread in the
+    user's registry as the most recently active (``ScopeRegistry.enter``; a ``context`` query
+    records nothing, an import only registers it) and gets the quotes of the
+    ``scope_threads`` most recently active others.
 
     Raises:
         InputError: An invalid user id, thread id or per-run setting (one line; nothing read
@@ -176,6 +178,8 @@ def scope_context(graph: Any, input: Any, config: Mapping[str, Any] | None, cont
         check_memory_thread(threads.own_state(configurable), thread_id, stored)
     if user is None:
         return context
+    # The nodes work on the user's thread: they read the user from the context only.
+    context = _with(context, user_id=user)
     local = local_thread_id(stored)
     mode = (input.get("mode") if isinstance(input, Mapping) else None) or "chat"
     text = _last_user_text(input)
@@ -185,7 +189,7 @@ def scope_context(graph: Any, input: Any, config: Mapping[str, Any] | None, cont
         return context
     recent = None if mode == "context" else threads.scope_registry.enter(user, local)
     quotes = recall_from_threads(threads, user, local, text, recent)
-    return _with_quotes(context, quotes) if quotes else context
+    return _with(context, scope_quotes=quotes) if quotes else context
 
 
 def _carries_quotes(context: Any) -> bool:
@@ -194,12 +198,13 @@ def _carries_quotes(context: Any) -> bool:
     return getattr(context, "scope_quotes", None) is not None
 
 
-def _with_quotes(context: Any, quotes: list[ScopeQuote]) -> Any:
+def _with(context: Any, **changes: Any) -> Any:
+    """``context`` with ``changes`` (``user_id``, ``scope_quotes``), in the shape it came."""
     if isinstance(context, TopicContext):
-        return replace(context, scope_quotes=quotes)
+        return replace(context, **changes)
     if isinstance(context, Mapping):
-        return {**context, "scope_quotes": quotes}
-    return TopicContext(scope_quotes=quotes)
+        return {**context, **changes}
+    return TopicContext(**changes)
 
 
 def _last_user_text(input: Any) -> str:

@@ -37,15 +37,25 @@ def user_id_of(runtime: Runtime[Any] | None) -> str | None:
     Raises:
         InputError: A user id that cannot name a user (one line naming it).
     """
+    given = context_user_of(runtime)
+    if given is None:
+        try:
+            return _checked((get_config().get("configurable") or {}).get(USER_ID_KEY))
+        except RuntimeError:  # outside a run
+            return None
+    return given
+
+
+def context_user_of(runtime: Runtime[Any] | None) -> str | None:
+    """The user id the run's context names, checked (an attribute, or a dict context's key).
+
+    Raises:
+        InputError: A user id that cannot name a user (one line naming it).
+    """
     context = runtime.context if runtime is not None else None
     given = getattr(context, USER_ID_KEY, None)
     if given is None and isinstance(context, Mapping):
         given = context.get(USER_ID_KEY)
-    if given is None:
-        try:
-            given = (get_config().get("configurable") or {}).get(USER_ID_KEY)
-        except RuntimeError:  # outside a run
-            given = None
     return _checked(given)
 
 
@@ -130,14 +140,17 @@ def memory_thread_of(runtime: Runtime[Any] | None) -> str:
     """The memory thread of a graph run (``services.thread_id_of``): ``agent_thread``'s.
 
     The run's thread id is the application's (a server's, the caller's checkpointer's); in
-    ``user`` scope a run naming user ``U`` keeps its topics, indexes and workflow in U's
-    thread of that name, apart from every other user's, while its checkpoints stay under the
-    run's thread id (``check_memory_thread`` keeps the two matched).
+    ``user`` scope a run whose context names user ``U`` keeps its topics, indexes and workflow
+    in U's thread of that name, apart from every other user's, while its checkpoints stay
+    under the run's thread id (``check_memory_thread`` keeps the two matched). The context's
+    user only: a run's ``configurable.user_id`` is put there by ``TopicGraph.stream``
+    (``scope.graph_run``), while a ``TopicMemory`` turn run inside another run that names a
+    user (``run_turn`` in an application's node) keeps the thread it was given.
 
     Raises:
         InputError: An invalid thread or user id, or a thread stored as another user's.
     """
-    user_id = user_id_of(runtime)
+    user_id = context_user_of(runtime)
     if user_id is None:  # a plain run: no settings looked at, the thread as it always was
         return run_thread_id(runtime)
     return scope_thread(
