@@ -768,7 +768,9 @@ class TopicMemory:
                     context=TopicContext(
                         services=self.services.dry_run(),
                         user_id=user_id,
-                        scope_quotes=list(scope_quotes) or None,
+                        # A user's query was read for by its caller (even when it found
+                        # nothing): the graph reads no other thread (``scope.graph_run``).
+                        scope_quotes=list(scope_quotes) if user_id is not None else None,
                     ),
                 ),
             )

@@ -122,6 +122,9 @@ class TopicServices:
     """Whether store writes stay in memory (a dry run): a context query may split then."""
     workflows: WorkflowSources = field(default_factory=WorkflowSources, repr=False, compare=False)
     """Workflow sources attached in memory per thread (a stored DAG needs none; seed 001 T4)."""
+    shared_store: BaseStore | None = field(default=None, repr=False, compare=False)
+    """The store that holds every thread's topics (the ``postgres`` profile's, a platform
+    store); None: topic files under ``data_dir``. A user's registry lives beside them."""
     _stores: dict[str, ThreadStores] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _settings_roles: Roles | None = field(default=None, repr=False, compare=False)
@@ -209,6 +212,7 @@ class TopicServices:
             token_counter=token_counter or default_token_counter(settings.tokenizer),
             open_stores=open_stores,
             clock=clock,
+            shared_store=shared_store if settings.store == "postgres" else None,
             _settings_roles=built,
         )
 
@@ -470,7 +474,24 @@ def services_of(runtime: Runtime[TopicContext] | None) -> TopicServices:
 
 
 def thread_id_of(runtime: Runtime[Any] | None = None) -> str:
-    """The thread id of the current run (``default`` when the run has none).
+    """The memory thread of the current run: the thread whose stores its nodes read and write.
+
+    The run's thread id (``run_thread_id``), except in ``user`` scope
+    (``Settings.memory_scope``) for a run naming a user (``context.user_id`` or
+    ``configurable.user_id``): that user's thread of that name (``scope.run_scope``), as
+    ``TopicMemoryMiddleware`` does for an agent's thread.
+
+    Raises:
+        InputError: The run names an invalid thread or user id, or a thread stored as another
+            user's (one line).
+    """
+    from langgraph_topics.scope.run_scope import memory_thread_of
+
+    return memory_thread_of(runtime)
+
+
+def run_thread_id(runtime: Runtime[Any] | None = None) -> str:
+    """The thread id the current run was given (``default`` when the run has none).
 
     Raises:
         InputError: The run names an invalid thread (empty, NUL, over-long…): answering it

@@ -41,6 +41,7 @@ TURN_DEADLINE_ENV = "LANGGRAPH_TOPICS_TURN_DEADLINE"
 REVIEW_AT_ENV = "LANGGRAPH_TOPICS_REVIEW_AT"
 REVIEW_CLOCK_ENV = "LANGGRAPH_TOPICS_REVIEW_CLOCK"
 SCOPE_THREADS_ENV = "LANGGRAPH_TOPICS_SCOPE_THREADS"
+MEMORY_SCOPE_ENV = "LANGGRAPH_TOPICS_MEMORY_SCOPE"
 REVIEW_CLOCKS = ("thread", "wall")
 """What a review ages a thread by (``Settings.review_clock``)."""
 DEFAULT_WINDOW_INPUT_TOKENS = 40_000
@@ -112,6 +113,11 @@ def _default_dormancy_rounds() -> int:
         raise ValueError(
             f"{DORMANCY_ROUNDS_ENV} must be a whole number of rounds, got {raw!r}"
         ) from None
+
+
+def _default_memory_scope() -> Literal["thread", "user"]:
+    # Checked with the other fields (``__post_init__``): a bad value is one line naming it.
+    return cast(Literal["thread", "user"], os.environ.get(MEMORY_SCOPE_ENV, "thread").strip())
 
 
 def _default_scope_threads() -> int:
@@ -317,11 +323,13 @@ class Settings:
     """How long a write (``chat``, an import) waits for another writer of the same thread
     (another process, or thread) before it fails with ``ThreadBusyError``; a read waits as
     long for the turn being written. ``LANGGRAPH_TOPICS_LOCK_TIMEOUT`` sets it."""
-    memory_scope: Literal["thread", "user"] = "thread"
+    memory_scope: Literal["thread", "user"] = field(default_factory=_default_memory_scope)
     """What a turn of a user's thread reads (issue 40): ``thread``, its own thread only (as a
     plain thread; the default), or ``user``, also the user's other threads, whose messages
     the window quotes with their thread and date. A thread without a user reads itself only
-    either way. ``TopicMemory.user(user_id, scope=...)`` and ``--scope`` override it."""
+    either way. ``TopicMemory.user(user_id, scope=...)`` and ``--scope`` override it;
+    ``LANGGRAPH_TOPICS_MEMORY_SCOPE`` sets it (a graph run by LangGraph Server names its user
+    in ``configurable.user_id``: ``docs/users.md``)."""
     scope_threads: int = field(default_factory=_default_scope_threads)
     """How many of the user's other threads a ``user``-scope turn reads at most: the most
     recently active ones (a turn's cost grows with each thread read, ``bench scope``).
@@ -478,7 +486,10 @@ class Settings:
         if self.review_clock not in REVIEW_CLOCKS:
             raise ValueError(f"review_clock must be 'thread' or 'wall', got {self.review_clock!r}")
         if self.memory_scope not in ("thread", "user"):
-            raise ValueError(f"memory_scope must be 'thread' or 'user', got {self.memory_scope!r}")
+            raise ValueError(
+                f"memory_scope ({MEMORY_SCOPE_ENV}) must be 'thread' or 'user', "
+                f"got {self.memory_scope!r}"
+            )
         if self.scope_threads < 1:
             raise ValueError(
                 f"scope_threads must be at least 1 (memory_scope='thread' reads none), "

@@ -11,6 +11,7 @@ was added does what a removal means, and keeps the message on its own branch.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import StateUpdate
 
 from langgraph_topics.errors import InputError
-from langgraph_topics.scope.run_scope import refuse_foreign_run
+from langgraph_topics.scope.graph_run import scope_context
+from langgraph_topics.scope.run_scope import given_user, refuse_foreign_run
 
 
 class MessageRemovalError(InputError):
@@ -67,21 +69,35 @@ class TopicGraph(CompiledStateGraph[Any, Any, Any, Any]):
 
     A run of a user's thread under another user id (``scope/run_scope.py``) is refused too,
     before LangGraph saves its input: a refused input left pending would be finished into
-    that thread by its next turn.
+    that thread by its next turn. A user-scope run reads the user's other threads there too
+    (``scope/graph_run.py``).
     """
 
     def stream(  # type: ignore[override]
         self, input: Any, config: RunnableConfig | None = None, **options: Any
     ) -> Iterator[Any]:
-        """``stream`` (and ``invoke``), a run of another user's thread refused first."""
+        """``stream`` (and ``invoke``), a run of another user's thread refused first.
+
+        In user scope the run's context is given what the user's other threads hold for its
+        message (``scope/graph_run.py``), as ``TopicMemory.user`` gives its turns.
+        """
         refuse_foreign_run(config, options.get("context"))
+        if given_user(config, options.get("context")) is not None:
+            options["context"] = scope_context(self, input, config, options.get("context"))
         return super().stream(input, config, **options)
 
     async def astream(  # type: ignore[override]
         self, input: Any, config: RunnableConfig | None = None, **options: Any
     ) -> AsyncIterator[Any]:
-        """``astream`` (and ``ainvoke``, a server's runs), likewise."""
+        """``astream`` (and ``ainvoke``, a server's runs), likewise.
+
+        The other threads are read in a worker thread: the server's event loop never waits.
+        """
         refuse_foreign_run(config, options.get("context"))
+        if given_user(config, options.get("context")) is not None:
+            options["context"] = await asyncio.to_thread(
+                scope_context, self, input, config, options.get("context")
+            )
         async for chunk in super().astream(input, config, **options):
             yield chunk
 

@@ -28,6 +28,11 @@ environment's values. Every run shares the server's stores (each thread's opened
 worker); role back ends are built once per distinct settings. An invalid setting fails the run,
 before it writes anything, with one line naming it (``topic_memory.budget_tokens=100: must be
 at least 250 tokens …``).
+
+A run names its user in ``configurable.user_id`` (the server's authenticated user) or its
+context's ``user_id``; with ``LANGGRAPH_TOPICS_MEMORY_SCOPE=user`` it works on that user's
+thread and reads the user's other threads before it starts (``scope/graph_run.py``,
+``docs/users.md``).
 """
 
 from __future__ import annotations

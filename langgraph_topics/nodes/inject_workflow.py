@@ -15,8 +15,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from langgraph_topics.scope.run_scope import check_run_scope
-from langgraph_topics.services import TopicContext, services_of, thread_id_of
+from langgraph_topics.scope.run_scope import check_memory_thread, check_run_scope
+from langgraph_topics.services import TopicContext, run_thread_id, services_of, thread_id_of
 from langgraph_topics.state.schema import TopicState
 from langgraph_topics.workflow.turn_path import workflow_update
 
@@ -27,9 +27,16 @@ def inject_workflow(state: TopicState, runtime: Runtime[TopicContext]) -> dict[s
     Returns ``{}`` for a thread that never had a workflow and has none now, and for an
     import (it assembles no window), so neither changes the state.
 
+    A user-scope run on the application's thread id also records, on the thread's first turn,
+    the user's thread its stores are kept as (``check_memory_thread``).
+
     Raises:
-        InputError: The run's thread is stored as another user's (``scope/run_scope.py``).
+        InputError: The run's thread is stored as another user's, or its checkpoints were
+            made in another scope (``scope/run_scope.py``).
     """
     thread_id = thread_id_of(runtime)
     check_run_scope(runtime, thread_id)
-    return workflow_update(state, services_of(runtime), thread_id)
+    # A user-scope run on the application's thread id: its checkpoints and its stores matched.
+    mark = check_memory_thread(state, run_thread_id(runtime), thread_id)
+    update = workflow_update(state, services_of(runtime), thread_id)
+    return {**mark, **update} if mark else update

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypedDict
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from langgraph_topics.errors import first_line
 from langgraph_topics.retrieval.history_search import search_history
@@ -29,7 +30,9 @@ from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.working_set import stored_view
 
 if TYPE_CHECKING:
-    from langgraph_topics.memory import TopicMemory
+    from langgraph_topics.scope.registry import ScopeRegistry
+    from langgraph_topics.services import TopicServices
+    from langgraph_topics.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +58,42 @@ class ScopeQuote(TypedDict):
     """Cosine of its text and the question (comparable across threads)."""
 
 
+class UserThreads(Protocol):
+    """Where a user's threads are read from.
+
+    ``TopicMemory``, or a graph run's stores and checkpointer (``scope.graph_run``).
+    """
+
+    @property
+    def settings(self) -> Settings:
+        """The settings (``scope_threads``)."""
+        ...
+
+    @property
+    def services(self) -> TopicServices:
+        """The services whose stores hold the threads (and whose embedder compares them)."""
+        ...
+
+    @property
+    def scope_registry(self) -> ScopeRegistry:
+        """Which threads each user has, the most recently active first."""
+        ...
+
+    def exists(self, thread_id: str) -> bool:
+        """Whether the thread holds anything (looking creates nothing)."""
+        ...
+
+    def reading(self, thread_id: str) -> AbstractContextManager[None]:
+        """The thread's files lock (a reader's), so that state and stores are read as one."""
+        ...
+
+    def state(self, thread_id: str) -> dict[str, Any]:
+        """The values of the thread's newest checkpoint (empty when none can be read)."""
+        ...
+
+
 def recall_from_threads(
-    memory: TopicMemory,
+    memory: UserThreads,
     user_id: str,
     thread_id: str,
     query: str,
@@ -69,7 +106,7 @@ def recall_from_threads(
     growing with the user's thread count.
 
     Args:
-        memory: The memory holding the user's threads.
+        memory: The memory holding the user's threads (or a graph run's view of them).
         user_id: The user (checked by the caller).
         thread_id: The thread of the turn, as the user names it: it is not read here.
         query: The turn's question.
@@ -93,7 +130,7 @@ def recall_from_threads(
     return found[:QUOTES]
 
 
-def _read_thread(memory: TopicMemory, stored_id: str, query: str) -> list[ScopeQuote]:
+def _read_thread(memory: UserThreads, stored_id: str, query: str) -> list[ScopeQuote]:
     """The best plain messages of one thread for ``query`` (none when it holds nothing yet)."""
     if not memory.exists(stored_id):
         return []

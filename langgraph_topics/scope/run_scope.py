@@ -25,7 +25,7 @@ from langgraph_topics.scope.threads import (
     local_thread_id,
     scoped_thread_id,
 )
-from langgraph_topics.services import thread_id_of
+from langgraph_topics.services import run_thread_id, services_of
 from langgraph_topics.thread_ids import scoped_parts
 
 USER_ID_KEY = "user_id"
@@ -37,15 +37,25 @@ def user_id_of(runtime: Runtime[Any] | None) -> str | None:
     Raises:
         InputError: A user id that cannot name a user (one line naming it).
     """
+    given = context_user_of(runtime)
+    if given is None:
+        try:
+            return _checked((get_config().get("configurable") or {}).get(USER_ID_KEY))
+        except RuntimeError:  # outside a run
+            return None
+    return given
+
+
+def context_user_of(runtime: Runtime[Any] | None) -> str | None:
+    """The user id the run's context names, checked (an attribute, or a dict context's key).
+
+    Raises:
+        InputError: A user id that cannot name a user (one line naming it).
+    """
     context = runtime.context if runtime is not None else None
     given = getattr(context, USER_ID_KEY, None)
     if given is None and isinstance(context, Mapping):
         given = context.get(USER_ID_KEY)
-    if given is None:
-        try:
-            given = (get_config().get("configurable") or {}).get(USER_ID_KEY)
-        except RuntimeError:  # outside a run
-            given = None
     return _checked(given)
 
 
@@ -71,12 +81,21 @@ def refuse_foreign_run(config: Mapping[str, Any] | None, context: Any) -> None:
     thread_id = configurable.get("thread_id")
     if not isinstance(thread_id, str) or scoped_parts(thread_id) is None:
         return
+    check_thread_owner(thread_id, given_user(config, context))
+
+
+def given_user(config: Mapping[str, Any] | None, context: Any) -> str | None:
+    """The user a run is started for (``config`` and ``context`` as given to ``stream``).
+
+    Raises:
+        InputError: A user id that cannot name a user (one line naming it).
+    """
     given = getattr(context, USER_ID_KEY, None)
     if given is None and isinstance(context, Mapping):
         given = context.get(USER_ID_KEY)
     if given is None:
-        given = configurable.get(USER_ID_KEY)
-    check_thread_owner(thread_id, _checked(given))
+        given = ((config or {}).get("configurable") or {}).get(USER_ID_KEY)
+    return _checked(given)
 
 
 def check_run_scope(runtime: Runtime[Any] | None, thread_id: str) -> None:
@@ -102,8 +121,11 @@ def agent_thread(runtime: Runtime[Any] | None, scope: MemoryScope) -> tuple[str,
     Raises:
         InputError: One line; nothing was read or written.
     """
-    thread_id = thread_id_of(runtime)
-    user_id = user_id_of(runtime)
+    return scope_thread(run_thread_id(runtime), user_id_of(runtime), scope)
+
+
+def scope_thread(thread_id: str, user_id: str | None, scope: MemoryScope) -> tuple[str, str | None]:
+    """``agent_thread`` of a run on ``thread_id`` naming ``user_id`` (checked) or none."""
     if user_id is None:
         return thread_id, None
     check_thread_owner(thread_id, user_id)
@@ -112,6 +134,75 @@ def agent_thread(runtime: Runtime[Any] | None, scope: MemoryScope) -> tuple[str,
     if scoped_parts(thread_id) is not None:  # the user's stored id, named as it is
         return thread_id, user_id
     return scoped_thread_id(user_id, thread_id), user_id
+
+
+def memory_thread_of(runtime: Runtime[Any] | None) -> str:
+    """The memory thread of a graph run (``services.thread_id_of``): ``agent_thread``'s.
+
+    The run's thread id is the application's (a server's, the caller's checkpointer's); in
+    ``user`` scope a run whose context names user ``U`` keeps its topics, indexes and workflow
+    in U's thread of that name, apart from every other user's, while its checkpoints stay
+    under the run's thread id (``check_memory_thread`` keeps the two matched). The context's
+    user only: a run's ``configurable.user_id`` is put there by ``TopicGraph.stream``
+    (``scope.graph_run``), while a ``TopicMemory`` turn run inside another run that names a
+    user (``run_turn`` in an application's node) keeps the thread it was given.
+
+    Raises:
+        InputError: An invalid thread or user id, or a thread stored as another user's.
+    """
+    user_id = context_user_of(runtime)
+    if user_id is None:  # a plain run: no settings looked at, the thread as it always was
+        return run_thread_id(runtime)
+    return scope_thread(
+        run_thread_id(runtime), user_id, services_of(runtime).settings.memory_scope
+    )[0]
+
+
+MEMORY_THREAD_KEY = "memory_thread"
+"""State key naming the memory thread of a checkpoint kept under another thread id."""
+
+
+def check_memory_thread(
+    state: Mapping[str, Any], run_thread: str, memory_thread: str
+) -> dict[str, Any]:
+    """Keep a thread's checkpoints and its stores matched; the state update recording them.
+
+    A user-scope run on the application's thread ``T`` keeps its stores as its user's thread
+    ``T`` (``memory_thread_of``) and its checkpoints under ``T``: the first such run records
+    the memory thread in the state (``memory_thread``), which is how another thread of the
+    user finds this one's unsplit messages (``scope.graph_run``). A later run whose memory
+    thread differs (the scope switched, another user, no user) would read topics its stores do
+    not hold and write where the checkpoint does not look: it is refused. A thread-scope run,
+    or one on the stored id itself, records nothing (its state as it always was).
+
+    Args:
+        state: The run's checkpointed state.
+        run_thread: The run's thread id (``run_thread_id``).
+        memory_thread: Its memory thread (``memory_thread_of``).
+
+    Raises:
+        InputError: One line naming the thread; nothing was written.
+    """
+    marked = state.get(MEMORY_THREAD_KEY)
+    if marked == memory_thread or (marked is None and memory_thread == run_thread):
+        return {}
+    if marked is None and not state.get("total_messages"):  # a new thread: record it
+        return {MEMORY_THREAD_KEY: memory_thread}
+    shown = local_thread_id(run_thread)
+    if marked is None:
+        raise InputError(
+            f"thread {shown!r} holds a thread-scope memory: a user-scope run cannot take it "
+            "over (its topics would be lost to it); run it in thread scope, or start a new "
+            "thread"
+        )
+    if scoped_parts(memory_thread) is None:
+        raise InputError(
+            f"thread {shown!r} holds a user's memory (user scope): run it in user scope "
+            "with its own user id"
+        )
+    raise InputError(
+        f"thread {shown!r} belongs to another user's memory scope: run it with its own user id"
+    )
 
 
 def check_thread_owner(thread_id: str, user_id: str | None) -> None:

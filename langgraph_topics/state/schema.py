@@ -111,6 +111,10 @@ class TopicState(InputState, total=False):
     absent for a thread that never had a workflow."""
     review: ReviewRecord
     """What the last review did (the review graph, ``graph/review.py``); absent before one."""
+    memory_thread: str
+    """The user's thread whose stores hold this thread's topics, when its checkpoints are kept
+    under another id: a user-scope run on the application's thread id (``scope/run_scope.py``);
+    absent otherwise."""
 
 
 class TopicWindowTask(TypedDict):

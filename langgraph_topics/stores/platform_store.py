@@ -111,6 +111,7 @@ def platform_services(services: TopicServices, store: BaseStore) -> TopicService
             open_stores=partial(
                 open_platform_thread_stores, services.settings, services.embedder, store
             ),
+            shared_store=store,
             _stores={},
             _lock=threading.Lock(),
         )
