@@ -105,14 +105,17 @@ def _default_lock_timeout() -> float:
         raise ValueError(f"{LOCK_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
 
 
-def _default_dormancy_rounds() -> int:
-    raw = os.environ.get(DORMANCY_ROUNDS_ENV, "3")
+def _whole_number_from(variable: str, default: int, unit: str) -> int:
+    """The whole number in environment ``variable`` (``default`` when unset), one line else."""
+    raw = os.environ.get(variable, str(default))
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(
-            f"{DORMANCY_ROUNDS_ENV} must be a whole number of rounds, got {raw!r}"
-        ) from None
+        raise ValueError(f"{variable} must be a whole number of {unit}, got {raw!r}") from None
+
+
+def _default_dormancy_rounds() -> int:
+    return _whole_number_from(DORMANCY_ROUNDS_ENV, 3, "rounds")
 
 
 def _default_memory_scope() -> Literal["thread", "user"]:
@@ -121,13 +124,7 @@ def _default_memory_scope() -> Literal["thread", "user"]:
 
 
 def _default_scope_threads() -> int:
-    raw = os.environ.get(SCOPE_THREADS_ENV, "8")
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(
-            f"{SCOPE_THREADS_ENV} must be a whole number of threads, got {raw!r}"
-        ) from None
+    return _whole_number_from(SCOPE_THREADS_ENV, 8, "threads")
 
 
 def _env_number(variable: str, default: float, unit: str) -> float:
