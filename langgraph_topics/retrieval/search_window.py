@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from langgraph_topics.prompts.loader import load_prompt
-from langgraph_topics.prompts.window_room import reserved_room
+from langgraph_topics.prompts.window_room import BlockAfterAssembly
 from langgraph_topics.retrieval.search_request import SEARCH_MEMORY
 from langgraph_topics.roles.llm.escaping import escape_label, quote_text
 from langgraph_topics.state.records import (
@@ -64,7 +64,7 @@ PROBLEMS = {
 
 
 @dataclass
-class SearchWindow:
+class SearchWindow(BlockAfterAssembly):
     """The turn's search records, the hits' messages, and how to quote them.
 
     Args:
@@ -83,20 +83,12 @@ class SearchWindow:
     counter: TokenCounter
     trimmed: list[TrimRecord] = field(default_factory=list)
 
-    def reserve(self, working: Sequence[StoredMessage], *, keep_recent: int, budget: int) -> int:
-        """Tokens the assembly leaves free for the replies (0 when nothing was searched)."""
-        if not self.records:
-            return 0
-        return reserved_room(
-            working,
-            keep_recent=keep_recent,
-            budget=budget,
-            counter=self.counter,
-            language=self.language,
-            prompt_dir=self.prompt_dir,
-            share=SEARCH_SHARE,
-            floor=SEARCH_FLOOR,
-        )
+    ROOM_SHARE = SEARCH_SHARE
+    ROOM_FLOOR = SEARCH_FLOOR
+
+    def has_block(self) -> bool:
+        """Whether the responder searched this turn."""
+        return bool(self.records)
 
     def finish(self, context: AssembledContext, budget: int) -> AssembledContext:
         """``context`` with each search's call and reply after its chat part, in budget.

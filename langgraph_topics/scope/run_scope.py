@@ -38,12 +38,13 @@ def user_id_of(runtime: Runtime[Any] | None) -> str | None:
         InputError: A user id that cannot name a user (one line naming it).
     """
     given = context_user_of(runtime)
-    if given is None:
-        try:
-            return _checked((get_config().get("configurable") or {}).get(USER_ID_KEY))
-        except RuntimeError:  # outside a run
-            return None
-    return given
+    if given is not None:
+        return given
+    try:
+        config = get_config()
+    except RuntimeError:  # outside a run
+        return None
+    return given_user(config, None)
 
 
 def context_user_of(runtime: Runtime[Any] | None) -> str | None:
@@ -52,11 +53,15 @@ def context_user_of(runtime: Runtime[Any] | None) -> str | None:
     Raises:
         InputError: A user id that cannot name a user (one line naming it).
     """
-    context = runtime.context if runtime is not None else None
+    return _checked(_named_user(runtime.context if runtime is not None else None))
+
+
+def _named_user(context: Any) -> object:
+    """What ``context`` gives as its user id: an attribute, or a dict context's key."""
     given = getattr(context, USER_ID_KEY, None)
     if given is None and isinstance(context, Mapping):
         given = context.get(USER_ID_KEY)
-    return _checked(given)
+    return given
 
 
 def _checked(given: object) -> str | None:
@@ -90,12 +95,10 @@ def given_user(config: Mapping[str, Any] | None, context: Any) -> str | None:
     Raises:
         InputError: A user id that cannot name a user (one line naming it).
     """
-    given = getattr(context, USER_ID_KEY, None)
-    if given is None and isinstance(context, Mapping):
-        given = context.get(USER_ID_KEY)
-    if given is None:
-        given = ((config or {}).get("configurable") or {}).get(USER_ID_KEY)
-    return _checked(given)
+    given = _checked(_named_user(context))
+    if given is not None:
+        return given
+    return _checked(((config or {}).get("configurable") or {}).get(USER_ID_KEY))
 
 
 def check_run_scope(runtime: Runtime[Any] | None, thread_id: str) -> None:

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from langgraph_topics.prompts.loader import PromptFile, load_prompt
-from langgraph_topics.prompts.window_room import reserved_room
+from langgraph_topics.prompts.window_room import BlockAfterAssembly
 from langgraph_topics.roles.llm.escaping import escape_label, quote_text
 from langgraph_topics.scope.recall import ScopeQuote
-from langgraph_topics.state.records import AssembledContext, StoredMessage
+from langgraph_topics.state.records import AssembledContext
 from langgraph_topics.tokens import TokenCounter
 
 SCOPE_SHARE = 0.25
@@ -32,7 +32,7 @@ HITS = 8
 
 
 @dataclass
-class ScopeWindow:
+class ScopeWindow(BlockAfterAssembly):
     """The other threads' quotes of one turn, and how they enter the window.
 
     Args:
@@ -47,20 +47,12 @@ class ScopeWindow:
     prompt_dir: Path | None
     counter: TokenCounter
 
-    def reserve(self, working: Sequence[StoredMessage], *, keep_recent: int, budget: int) -> int:
-        """Tokens the assembly leaves free for the block (0 without quotes)."""
-        if not self.quotes:
-            return 0
-        return reserved_room(
-            working,
-            keep_recent=keep_recent,
-            budget=budget,
-            counter=self.counter,
-            language=self.language,
-            prompt_dir=self.prompt_dir,
-            share=SCOPE_SHARE,
-            floor=SCOPE_FLOOR,
-        )
+    ROOM_SHARE = SCOPE_SHARE
+    ROOM_FLOOR = SCOPE_FLOOR
+
+    def has_block(self) -> bool:
+        """Whether the other threads gave any quote."""
+        return bool(self.quotes)
 
     def finish(self, context: AssembledContext, budget: int) -> AssembledContext:
         """``context`` with the block of the best quotes that fit under ``budget``."""

@@ -217,11 +217,15 @@ def _retrying(url: str, request: Callable[[], _T]) -> _T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _server_url(chroma_url: str | None) -> str | None:
+    """The Chroma server's URL; None when the indexes live under the data directory."""
+    return chroma_url if chroma_url is not None and chroma_url.strip() else None
+
+
 def _asked(chroma_url: str | None, request: Callable[[], _T]) -> _T:
     """``request`` of a local client, or of the server at ``chroma_url`` with its retries."""
-    if chroma_url is None or not chroma_url.strip():
-        return request()
-    return _retrying(chroma_url, request)
+    url = _server_url(chroma_url)
+    return request() if url is None else _retrying(url, request)
 
 
 def open_topic_index(
@@ -241,15 +245,17 @@ def open_topic_index(
         InputError: ``chroma_url`` is malformed or no Chroma server answers there.
         ConnectionError: The server answered before but stopped answering (after retries).
     """
-    if chroma_url is None or not chroma_url.strip():
+    url = _server_url(chroma_url)
+    if url is None:
         return ChromaTopicIndex(index_directory(data_dir), embedder, collection=collection)
-    return ChromaTopicIndex(None, embedder, collection=collection, server_url=chroma_url)
+    return ChromaTopicIndex(None, embedder, collection=collection, server_url=url)
 
 
 def _existing_client(data_dir: Path, chroma_url: str | None) -> ClientAPI | None:
     """The client of the topic indexes (``open_topic_index``'s); None: no local index yet."""
-    if chroma_url is not None and chroma_url.strip():
-        return server_client(chroma_url)
+    url = _server_url(chroma_url)
+    if url is not None:
+        return server_client(url)
     path = index_directory(data_dir)
     if not path.is_dir():
         return None
