@@ -57,6 +57,7 @@ from langgraph_topics.roles.protocols import Roles, ThemePhrase
 from langgraph_topics.scope.recall import ScopeQuote
 from langgraph_topics.scope.registry import FileScopeRegistry, ScopeRegistry, StoreScopeRegistry
 from langgraph_topics.scope.run_scope import check_thread_owner
+from langgraph_topics.scope.topic_reading import as_reading
 from langgraph_topics.scoring import MemoryScore, Tier, check_rating, memory_score, with_signal
 from langgraph_topics.services import (
     TopicContext,
@@ -551,7 +552,7 @@ class TopicMemory:
             services=services or self.services,
             prepared_splits=self._splits,
             user_id=user_id,
-            scope_quotes=list(scope_quotes),
+            scope_quotes=as_reading(scope_quotes),
         )
 
     @property
@@ -770,7 +771,7 @@ class TopicMemory:
                         user_id=user_id,
                         # A user's query was read for by its caller (even when it found
                         # nothing): the graph reads no other thread (``scope.graph_run``).
-                        scope_quotes=list(scope_quotes) if user_id is not None else None,
+                        scope_quotes=as_reading(scope_quotes) if user_id is not None else None,
                     ),
                 ),
             )

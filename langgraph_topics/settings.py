@@ -41,6 +41,7 @@ TURN_DEADLINE_ENV = "LANGGRAPH_TOPICS_TURN_DEADLINE"
 REVIEW_AT_ENV = "LANGGRAPH_TOPICS_REVIEW_AT"
 REVIEW_CLOCK_ENV = "LANGGRAPH_TOPICS_REVIEW_CLOCK"
 SCOPE_THREADS_ENV = "LANGGRAPH_TOPICS_SCOPE_THREADS"
+SCOPE_TOPICS_ENV = "LANGGRAPH_TOPICS_SCOPE_TOPICS"
 MEMORY_SCOPE_ENV = "LANGGRAPH_TOPICS_MEMORY_SCOPE"
 REVIEW_CLOCKS = ("thread", "wall")
 """What a review ages a thread by (``Settings.review_clock``)."""
@@ -125,6 +126,10 @@ def _default_memory_scope() -> Literal["thread", "user"]:
 
 def _default_scope_threads() -> int:
     return _whole_number_from(SCOPE_THREADS_ENV, 8, "threads")
+
+
+def _default_scope_topics() -> int:
+    return _whole_number_from(SCOPE_TOPICS_ENV, 2, "topics")
 
 
 def _env_number(variable: str, default: float, unit: str) -> float:
@@ -331,6 +336,11 @@ class Settings:
     """How many of the user's other threads a ``user``-scope turn reads at most: the most
     recently active ones (a turn's cost grows with each thread read, ``bench scope``).
     ``LANGGRAPH_TOPICS_SCOPE_THREADS`` sets it."""
+    scope_topics: int = field(default_factory=_default_scope_topics)
+    """How many topics of the user's other threads a ``user``-scope turn has the topic window
+    read at most (one cheap-model call each, beside the turn's own windows; only where the
+    topic window is a model, only topics holding a quote for the question). 0: none, the
+    quotes alone. ``LANGGRAPH_TOPICS_SCOPE_TOPICS`` sets it."""
     store: Literal["embedded", "postgres"] = field(
         default_factory=lambda: cast(Literal["embedded", "postgres"], _default_store())
     )
@@ -491,6 +501,11 @@ class Settings:
             raise ValueError(
                 f"scope_threads must be at least 1 (memory_scope='thread' reads none), "
                 f"got {self.scope_threads}"
+            )
+        if self.scope_topics < 0:
+            raise ValueError(
+                f"scope_topics ({SCOPE_TOPICS_ENV}) must not be negative (0: the other threads' "
+                f"topics are not read by the topic window), got {self.scope_topics}"
             )
         if self.split_threshold not in ("budget70", "dynamic"):
             raise ValueError(

@@ -394,3 +394,21 @@ def test_scope_bench_times_both_scopes_and_reads_at_most_the_cap(
         assert row["ratio"] == pytest.approx(row["user_ms"] / row["thread_ms"], abs=0.01)
     with pytest.raises(SystemExit, match="bench scope: --rounds must be at least 1"):
         main(["bench", "scope", "--rounds", "0"])
+
+
+def test_scope_bench_on_the_simulated_models_adds_the_turn_reading_topics(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--models sim``: a third turn (the topic window reading other threads' topics)."""
+    argv = ["bench", "scope", "--models", "sim", "--threads", "1", "--rounds", "1"]
+    argv += ["--messages", "4", "--embedder", "hash", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    assert "sim back ends" in capsys.readouterr().out
+    (row,) = json.loads((tmp_path / "scope.json").read_text("utf-8"))["rows"]
+    assert row["topics_ms"] > 0 and row["user_ms"] > 0
+    assert row["topics_ratio"] == pytest.approx(row["topics_ms"] / row["user_ms"], abs=0.01)
+    # Only the topics turn may call the topic window on another thread's topic.
+    assert row["topics_window_calls"] >= row["user_window_calls"]
+    with pytest.raises(SystemExit):
+        main(["bench", "scope", "--models", "real"])
+    assert "invalid choice: 'real'" in capsys.readouterr().err

@@ -237,9 +237,9 @@ def threads_read_by_turns(
     read: list[str] = []
     original = recall._read_thread
 
-    def spy(memory: TopicMemory, stored_id: str, query: str) -> list[recall.ScopeQuote]:
+    def spy(memory: TopicMemory, stored_id: str, query: str, **options: Any) -> Any:
         read.append(local_thread_id(stored_id))
-        return original(memory, stored_id, query)
+        return original(memory, stored_id, query, **options)
 
     monkeypatch.setattr(recall, "_read_thread", spy)
     runs: dict[str, list[str]] = {}
@@ -498,10 +498,10 @@ def test_a_thread_that_cannot_be_read_is_left_out_and_the_turn_answers(
     three_threads(memory, "ann")
     read = recall._read_thread
 
-    def busy_t2(memory: TopicMemory, stored_id: str, query: str) -> list[recall.ScopeQuote]:
+    def busy_t2(memory: TopicMemory, stored_id: str, query: str, **options: Any) -> Any:
         if stored_id.endswith("t2"):
             raise ThreadBusyError("thread 't2' is busy")
-        return read(memory, stored_id, query)
+        return read(memory, stored_id, query, **options)
 
     monkeypatch.setattr(recall, "_read_thread", busy_t2)
     ann = memory.user("ann", scope="user")

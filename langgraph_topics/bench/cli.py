@@ -287,6 +287,13 @@ def add_bench_parser(commands: Any) -> None:
         "--scope-threads", type=int, default=None, help="Settings.scope_threads (default 8)"
     )
     scope.add_argument("--embedder", choices=["use", "hash"], default="use")
+    scope.add_argument(
+        "--models",
+        choices=["native", "sim"],
+        default="native",
+        help="native back ends, or every role a model on the simulated provider (adds the "
+        "turn whose topic window reads the other threads' topics)",
+    )
     _shared(scope)
 
 
@@ -419,6 +426,7 @@ def _scope(args: argparse.Namespace) -> int:
             budget=args.budget,
             scope_threads=args.scope_threads,
             embedder=args.embedder,
+            models=args.models,
         )
     except ValueError as error:
         raise SystemExit(f"bench scope: {error}") from None

@@ -156,6 +156,7 @@ from langgraph_topics.roles.llm.responder import ACTIVATE_TOPIC_TOOL
 from langgraph_topics.scope.recall import ScopeQuote
 from langgraph_topics.scope.run_scope import agent_thread
 from langgraph_topics.scope.threads import local_thread_id
+from langgraph_topics.scope.topic_reading import ScopeReading, as_reading
 from langgraph_topics.services import TopicContext, TopicServices
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
 from langgraph_topics.state.messages import text_of
@@ -278,7 +279,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         """Per thread, the id of the last agent message ``_record`` recorded (in this process)."""
         """Threads where ``activate_topic`` woke topics: their next call runs a whole turn,
         so that the woken topics are read."""
-        self._scope_quotes: dict[str, tuple[str | None, list[ScopeQuote]]] = {}
+        self._scope_quotes: dict[str, tuple[str | None, ScopeReading]] = {}
         """Per thread (user scope), the user message the other threads were read for, and
         what they held: the turn's later calls (tool rounds, retries) reuse it."""
         self._reads_lock = threading.Lock()
@@ -470,7 +471,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
 
     def _turn_quotes(
         self, thread_id: str, user_id: str | None, messages: Sequence[AnyMessage]
-    ) -> list[ScopeQuote]:
+    ) -> ScopeReading:
         """What the user's other threads hold for this user turn (none without a user).
 
         Read once per user message (``UserMemory.enter``: the thread recorded as the user's
@@ -479,10 +480,10 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         the tool rounds. A plain agent does nothing here.
         """
         if user_id is None:
-            return []
+            return ScopeReading([])
         last = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         if last is None:
-            return []
+            return ScopeReading([])
         with self._reads_lock:
             cached = self._scope_quotes.get(thread_id)
         if cached is not None and cached[0] == last.id:
@@ -676,7 +677,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id=thread_id)
         services = services or self.memory.services
         if quotes:
-            context = TopicContext(services=services, scope_quotes=list(quotes))
+            context = TopicContext(services=services, scope_quotes=as_reading(quotes))
         else:
             context = TopicContext(services=services)
         return Runtime(context=context, execution_info=info)

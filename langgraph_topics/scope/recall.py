@@ -21,11 +21,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
 from langgraph_topics.errors import first_line
-from langgraph_topics.retrieval.history_search import search_history
+from langgraph_topics.retrieval.history_search import SearchHit, search_history
+from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id
+from langgraph_topics.scope.topic_reading import (
+    TOPICS_PER_THREAD,
+    ForeignTopic,
+    ScopeReading,
+    reads_topics,
+    start_reading,
+)
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.state.working_set import stored_view
 
@@ -56,6 +64,9 @@ class ScopeQuote(TypedDict):
     """Its relevance to the question in [0, 1], within its own thread (the evidence search's)."""
     similarity: float
     """Cosine of its text and the question (comparable across threads)."""
+    topic_id: NotRequired[str]
+    """The other thread's topic whose reading by the topic window named it, when that is how
+    it was found (``topic_reading.py``)."""
 
 
 class UserThreads(Protocol):
@@ -98,12 +109,14 @@ def recall_from_threads(
     thread_id: str,
     query: str,
     recent: Sequence[str] | None = None,
-) -> list[ScopeQuote]:
+) -> ScopeReading:
     """The messages of user ``user_id``'s other threads that best answer ``query``.
 
     Only the ``Settings.scope_threads`` most recently active other threads are read: a
     thread read costs the turn its evidence search (``bench scope``), so the turn's cost stops
-    growing with the user's thread count.
+    growing with the user's thread count. Where the topic window is a model, the topics
+    holding the best quotes are copied too, and their reading starts before this returns
+    (``topic_reading.py``): the quotes, best first, with those readings.
 
     Args:
         memory: The memory holding the user's threads (or a graph run's view of them).
@@ -114,26 +127,39 @@ def recall_from_threads(
             (``ScopeRegistry.enter``); read from the registry otherwise.
     """
     if not query.strip():
-        return []
+        return ScopeReading([])
     if recent is None:
         recent = memory.scope_registry.recent(user_id)
     others = [t for t in recent if t != thread_id][: memory.settings.scope_threads]
+    with_topics = reads_topics(memory.services)
     found: list[ScopeQuote] = []
+    candidates: list[ForeignTopic] = []
     for other in others:
         try:
-            found.extend(_read_thread(memory, scoped_thread_id(user_id, other), query))
+            quotes, topics = _read_thread(
+                memory, scoped_thread_id(user_id, other), query, with_topics=with_topics
+            )
         except Exception as error:  # invariant 4: one thread unread, never the turn lost
             log.warning(
                 "user scope: thread %r not read for this turn: %s", other, first_line(error)
             )
+            continue
+        found.extend(quotes)
+        candidates.extend(topics)
     found.sort(key=lambda q: -q["similarity"])
-    return found[:QUOTES]
+    return ScopeReading(found[:QUOTES], start_reading(memory.services, candidates, query))
 
 
-def _read_thread(memory: UserThreads, stored_id: str, query: str) -> list[ScopeQuote]:
-    """The best plain messages of one thread for ``query`` (none when it holds nothing yet)."""
+def _read_thread(
+    memory: UserThreads, stored_id: str, query: str, *, with_topics: bool
+) -> tuple[list[ScopeQuote], list[ForeignTopic]]:
+    """The best plain messages of one thread for ``query`` (none when it holds nothing yet).
+
+    With ``with_topics``, also a copy of the topics holding them (``TOPICS_PER_THREAD`` at
+    most, best quote first), taken under the same lock as the messages.
+    """
     if not memory.exists(stored_id):
-        return []
+        return [], []
     with memory.reading(stored_id):
         values = memory.state(stored_id)
         stores = memory.services.branch_stores(stored_id, values)
@@ -144,6 +170,45 @@ def _read_thread(memory: UserThreads, stored_id: str, query: str) -> list[ScopeQ
         held = {m["id"]: m for m in working}
         wanted = [h["message_id"] for h in hits if h["message_id"] not in held]
         messages = {**stores.topic_store.get_messages(wanted), **held}
+        quotes = _quotes(memory, stored_id, query, hits, messages)
+        if not with_topics or not quotes:
+            return quotes, []
+        located = stores.topic_store.locate_many([q["message"]["id"] for q in quotes])
+        registered = values.get("topics") or {}
+        best: dict[str, dict[str, float]] = {}
+        for quote in quotes:
+            topic_id = located.get(quote["message"]["id"])
+            if topic_id is not None:
+                best.setdefault(topic_id, {})[quote["message"]["id"]] = quote["similarity"]
+        topics: list[ForeignTopic] = []
+        for topic_id, quoted in sorted(best.items(), key=lambda kv: -max(kv[1].values())):
+            if len(topics) == TOPICS_PER_THREAD:
+                break
+            status = (registered.get(topic_id) or {}).get("status", "active")
+            try:
+                info = topic_info(stores.topic_store, topic_id, status)
+            except KeyError:  # a topic file removed by hand: its quotes stay
+                continue
+            topics.append(
+                ForeignTopic(
+                    thread_id=local_thread_id(stored_id),
+                    info=info,
+                    messages=list(stores.topic_store.messages(topic_id)),
+                    similarity=max(quoted.values()),
+                    quoted=quoted,
+                )
+            )
+    return quotes, topics
+
+
+def _quotes(
+    memory: UserThreads,
+    stored_id: str,
+    query: str,
+    hits: Sequence[SearchHit],
+    messages: dict[str, StoredMessage],
+) -> list[ScopeQuote]:
+    """The hits that are plain messages close enough to ``query``, in the hits' order."""
     plain = [
         (hit, messages[hit["message_id"]])
         for hit in hits

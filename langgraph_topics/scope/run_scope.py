@@ -10,14 +10,13 @@ reaches it directly), so a user id never reads another user's thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from langgraph_topics.errors import InputError
-from langgraph_topics.scope.recall import ScopeQuote
 from langgraph_topics.scope.threads import (
     MemoryScope,
     belongs_to,
@@ -25,6 +24,7 @@ from langgraph_topics.scope.threads import (
     local_thread_id,
     scoped_thread_id,
 )
+from langgraph_topics.scope.topic_reading import ScopeReading
 from langgraph_topics.services import run_thread_id, services_of
 from langgraph_topics.thread_ids import scoped_parts
 
@@ -227,8 +227,10 @@ def check_thread_owner(thread_id: str, user_id: str | None) -> None:
         )
 
 
-def scope_quotes_of(runtime: Runtime[Any] | None) -> Sequence[ScopeQuote]:
-    """The other threads' quotes the run was given (none in thread scope)."""
+def scope_quotes_of(runtime: Runtime[Any] | None) -> ScopeReading:
+    """What the run was given of the user's other threads (nothing in thread scope)."""
     context = runtime.context if runtime is not None else None
     quotes = getattr(context, "scope_quotes", None)
-    return quotes if isinstance(quotes, list) else ()
+    if isinstance(quotes, ScopeReading):
+        return quotes
+    return ScopeReading(quotes if isinstance(quotes, list) else [])

@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage
 from langgraph_topics.importing import SourcedRecord
 from langgraph_topics.message_texts import check_message_text
 from langgraph_topics.scope.forget import forget_user, user_remnants
-from langgraph_topics.scope.recall import ScopeQuote, recall_from_threads
+from langgraph_topics.scope.recall import recall_from_threads
 from langgraph_topics.scope.registry import RegisteredThread
 from langgraph_topics.scope.run_scope import check_thread_owner
 from langgraph_topics.scope.threads import (
@@ -27,6 +27,7 @@ from langgraph_topics.scope.threads import (
     local_thread_id,
     scoped_thread_id,
 )
+from langgraph_topics.scope.topic_reading import ScopeReading
 from langgraph_topics.thread_ids import check_thread_id
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class UserMemory:
         self.memory.scope_registry.add(self.user_id, thread_id)
         return added
 
-    def enter(self, thread_id: str, text: str) -> list[ScopeQuote]:
+    def enter(self, thread_id: str, text: str) -> ScopeReading:
         """Record a turn on the user's thread ``thread_id``; what the others hold for ``text``.
 
         The thread is registered as the user's; in ``user`` scope it also becomes the user's
@@ -126,14 +127,14 @@ class UserMemory:
         registry = self.memory.scope_registry
         if self.scope != "user":
             registry.add(self.user_id, thread_id)
-            return []
+            return ScopeReading([])
         recent = registry.enter(self.user_id, check_thread_id(thread_id))
         return recall_from_threads(self.memory, self.user_id, thread_id, text, recent)
 
-    def recall(self, thread_id: str, text: str) -> list[ScopeQuote]:
+    def recall(self, thread_id: str, text: str) -> ScopeReading:
         """What the user's other threads hold for ``text`` (none in ``thread`` scope)."""
         if self.scope != "user":
-            return []
+            return ScopeReading([])
         return recall_from_threads(self.memory, self.user_id, check_thread_id(thread_id), text)
 
     def forget(self) -> list[str]:

@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from langgraph_topics.prompts.loader import PromptFile, load_prompt
 from langgraph_topics.prompts.window_room import BlockAfterAssembly
 from langgraph_topics.roles.llm.escaping import escape_label, quote_text
 from langgraph_topics.scope.recall import ScopeQuote
+from langgraph_topics.scope.topic_reading import ScopeReading, ScopeTopic
 from langgraph_topics.state.records import AssembledContext
 from langgraph_topics.tokens import TokenCounter
 
@@ -55,41 +57,104 @@ class ScopeWindow(BlockAfterAssembly):
         return bool(self.quotes)
 
     def finish(self, context: AssembledContext, budget: int) -> AssembledContext:
-        """``context`` with the block of the best quotes that fit under ``budget``."""
+        """``context`` with the block of the best quotes (and topic readings) that fit."""
         if not self.quotes:
             return context
+        readings = self.quotes.ready_topics() if isinstance(self.quotes, ScopeReading) else []
         # Another thread's messages are never in this thread's window: nothing to leave out.
-        fresh = list(self.quotes[:HITS])
+        candidates: list[ScopeQuote | ScopeTopic] = [
+            *self.quotes[:HITS],
+            *(r for r in readings if r["summary"]),
+            *_named_beyond(readings, self.quotes[:HITS]),
+        ]
         room = budget - context["tokens"]
         before = self.counter(context["system_prompt"])
-        template = load_prompt("scope_quotes", self.language, self.prompt_dir)
-        chosen: list[ScopeQuote] = []
+        templates = (
+            load_prompt("scope_quotes", self.language, self.prompt_dir),
+            load_prompt("scope_topics", self.language, self.prompt_dir),
+        )
+        chosen: list[ScopeQuote | ScopeTopic] = []
         prompt = context["system_prompt"]
-        for quote in fresh:
-            trial = _with_block(context["system_prompt"], template, [*chosen, quote])
+        for candidate in candidates:
+            trial = _with_blocks(context["system_prompt"], templates, [*chosen, candidate])
             if self.counter(trial) - before <= room:
-                chosen.append(quote)
+                chosen.append(candidate)
                 prompt = trial
         if not chosen:
             return context
         cost = self.counter(prompt) - before
-        return {
+        quotes, summaries = _parts(chosen)
+        finished: AssembledContext = {
             **context,
             "system_prompt": prompt,
             "tokens": context["tokens"] + cost,
             "sections": {**context["sections"], "scope": cost},
-            "scope_quotes": [
-                {"thread_id": q["thread_id"], "message_id": q["message"]["id"]}
-                for q in _in_order(chosen)
-            ],
             "budget": budget,
         }
+        if quotes:
+            finished["scope_quotes"] = [
+                {"thread_id": q["thread_id"], "message_id": q["message"]["id"]}
+                for q in _in_order(quotes)
+            ]
+        read_in = [*((t["thread_id"], t["topic_id"]) for t in summaries)]
+        read_in += [(q["thread_id"], q["topic_id"]) for q in quotes if "topic_id" in q]
+        if read_in:
+            finished["scope_topics"] = [
+                {"thread_id": thread, "topic_id": topic} for thread, topic in dict.fromkeys(read_in)
+            ]
+        return finished
 
 
-def _with_block(system_prompt: str, template: PromptFile, quotes: Sequence[ScopeQuote]) -> str:
-    lines = "\n".join(_quote_line(q) for q in _in_order(quotes))
-    block = template.render(quotes=lines).strip()
-    return f"{system_prompt}\n\n{block}"
+def _named_beyond(readings: Sequence[ScopeTopic], quoted: Sequence[ScopeQuote]) -> list[ScopeQuote]:
+    """The messages the topic window named that the evidence's quotes do not hold, best first.
+
+    The candidates after the quotes and the summaries: the evidence's originals enter first,
+    then what the window wrote of each topic, then what else it pointed at.
+    """
+    shown = {q["message"]["id"] for q in quoted}
+    named: list[ScopeQuote] = []
+    for reading in readings:
+        for quote in reading["quotes"]:
+            if quote["message"]["id"] not in shown:
+                shown.add(quote["message"]["id"])
+                named.append(quote)
+    return named[:HITS]
+
+
+def _parts(chosen: Sequence[ScopeQuote | ScopeTopic]) -> tuple[list[ScopeQuote], list[ScopeTopic]]:
+    """The chosen quotes and topic readings, apart, each in the order chosen."""
+    quotes: list[ScopeQuote] = []
+    summaries: list[ScopeTopic] = []
+    for item in chosen:
+        if "summary" in item:
+            summaries.append(cast(ScopeTopic, item))
+        else:
+            quotes.append(item)
+    return quotes, summaries
+
+
+def _with_blocks(
+    system_prompt: str,
+    templates: tuple[PromptFile, PromptFile],
+    chosen: Sequence[ScopeQuote | ScopeTopic],
+) -> str:
+    """The system prompt, then the quotes' block and the topic readings' block (when any)."""
+    quotes, summaries = _parts(chosen)
+    blocks = [system_prompt]
+    if quotes:
+        lines = "\n".join(_quote_line(q) for q in _in_order(quotes))
+        blocks.append(templates[0].render(quotes=lines).strip())
+    if summaries:
+        lines = "\n".join(_topic_line(t) for t in summaries)
+        blocks.append(templates[1].render(topics=lines).strip())
+    return "\n\n".join(blocks)
+
+
+def _topic_line(reading: ScopeTopic) -> str:
+    """``(thread "T", topic "name") summary``, escaped, on one line."""
+    thread = escape_label(reading["thread_id"])
+    name = escape_label(reading["name"] or reading["topic_id"])
+    return f"(thread “{thread}”, topic “{name}”) {quote_text(reading['summary'])}"
 
 
 def _in_order(quotes: Sequence[ScopeQuote]) -> list[ScopeQuote]:

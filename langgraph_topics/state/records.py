@@ -219,6 +219,14 @@ class ScopeQuoteRef(TypedDict):
     message_id: str
 
 
+class ScopeTopicRef(TypedDict):
+    """A topic of another thread of the user whose reading entered this window (user scope)."""
+
+    thread_id: str
+    """The thread it belongs to, as the user names it."""
+    topic_id: str
+
+
 class AssembledContext(TypedDict):
     """The main window of this turn, as sent to the responder."""
 
@@ -258,6 +266,9 @@ class AssembledContext(TypedDict):
     scope_quotes: NotRequired[list[ScopeQuoteRef]]
     """Messages of the user's other threads quoted at the end of the system prompt (user
     scope), in the order they were sent; absent when none."""
+    scope_topics: NotRequired[list[ScopeTopicRef]]
+    """Topics of the user's other threads the topic window read for this turn whose summary or
+    named messages entered the window (user scope, a model window); absent when none."""
 
 
 class TurnEvent(TypedDict):
