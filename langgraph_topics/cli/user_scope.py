@@ -100,7 +100,13 @@ class UserTurns:
         return self._user.context_of(thread_id, text)
 
     def import_messages(self, thread_id: str, records: Sequence[Any], **options: Any) -> int:
-        """``TopicMemory.import_messages`` into the user's thread (registered once done)."""
+        """``TopicMemory.import_messages`` into the user's thread (registered once done).
+
+        A thread whose checkpoints a graph run keeps is refused first (one line).
+        """
+        from langgraph_topics.scope.threads import local_thread_id
+
+        self._user.refuse_other_way(local_thread_id(thread_id))
         added = int(self._memory.import_messages(thread_id, records, **options))
         self._user.register(thread_id)
         return added

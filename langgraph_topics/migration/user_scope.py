@@ -106,7 +106,7 @@ def _assign(
             _copy_files(memory, thread_id, target)
         memory.services.forget_stores(target)
         held = _verify(memory, thread_id, target)
-        memory.scope_registry.add(user_id, thread_id)
+        memory.scope_registry.add(user_id, thread_id, "stored")  # its checkpoints copied there
     if not keep_source:
         delete_thread(memory, thread_id)
     return AssignedThread(thread_id, held, copied, keep_source)

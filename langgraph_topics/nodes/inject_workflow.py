@@ -15,6 +15,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from langgraph_topics.scope.graph_run import claim_first_run
 from langgraph_topics.scope.run_scope import check_memory_thread, check_run_scope
 from langgraph_topics.services import TopicContext, run_thread_id, services_of, thread_id_of
 from langgraph_topics.state.schema import TopicState
@@ -28,15 +29,19 @@ def inject_workflow(state: TopicState, runtime: Runtime[TopicContext]) -> dict[s
     import (it assembles no window), so neither changes the state.
 
     A user-scope run on the application's thread id also records, on the thread's first turn,
-    the user's thread its stores are kept as (``check_memory_thread``).
+    the user's thread its stores are kept as (``check_memory_thread``); the first turn of a
+    user's thread checks where its checkpoints are kept (``scope.graph_run.claim_first_run``).
 
     Raises:
         InputError: The run's thread is stored as another user's, or its checkpoints were
-            made in another scope (``scope/run_scope.py``).
+            made in another scope (``scope/run_scope.py``), or kept under another thread id
+            (``scope/checkpoint_home.py``).
     """
     thread_id = thread_id_of(runtime)
     check_run_scope(runtime, thread_id)
     # A user-scope run on the application's thread id: its checkpoints and its stores matched.
-    mark = check_memory_thread(state, run_thread_id(runtime), thread_id)
+    run_thread = run_thread_id(runtime)
+    mark = check_memory_thread(state, run_thread, thread_id)
+    claim_first_run(runtime, state, run_thread, thread_id)
     update = workflow_update(state, services_of(runtime), thread_id)
     return {**mark, **update} if mark else update

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,6 +38,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
 from langgraph_topics.errors import first_line
+from langgraph_topics.scope.checkpoint_home import home_of, refuse_other_home
 from langgraph_topics.scope.recall import recall_from_threads
 from langgraph_topics.scope.registry import FileScopeRegistry, ScopeRegistry, StoreScopeRegistry
 from langgraph_topics.scope.run_scope import (
@@ -45,8 +46,9 @@ from langgraph_topics.scope.run_scope import (
     check_memory_thread,
     given_user,
     scope_thread,
+    user_id_of,
 )
-from langgraph_topics.scope.threads import local_thread_id
+from langgraph_topics.scope.threads import belongs_to, local_thread_id
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_directory
 from langgraph_topics.settings import Settings
 from langgraph_topics.stores.base_store_topics import stored_head
@@ -114,6 +116,10 @@ class GraphThreads:
                 return values
         return {}
 
+    def checkpointed(self, thread_id: str) -> bool:
+        """Whether a checkpointer the run reads holds a checkpoint under ``thread_id`` itself."""
+        return any(self._values(saver, thread_id) for saver in list(self._savers))
+
     def own_state(self, configurable: Mapping[str, Any]) -> dict[str, Any]:
         """The values of the checkpoint the run starts from.
 
@@ -159,11 +165,13 @@ def scope_context(graph: Any, input: Any, config: Mapping[str, Any] | None, cont
     ``run_scope.memory_thread_of``); a turn with a new user message records the thread in the
     user's registry as the most recently active (``ScopeRegistry.enter``; a ``context`` query
     records nothing, an import only registers it) and gets the quotes of the
-    ``scope_threads`` most recently active others.
+    ``scope_threads`` most recently active others. Every such run is checked against where
+    the thread keeps its checkpoints (``checkpoint_home``: the application's thread id, or the
+    stored id for a run given it), the first one recording it in the same registry read.
 
     Raises:
-        InputError: An invalid user id, thread id or per-run setting (one line; nothing read
-            or written).
+        InputError: An invalid user id, thread id or per-run setting, or a thread whose
+            checkpoints are kept under the other thread id (one line; nothing read or written).
     """
     user_id = given_user(config, context)
     if user_id is None or _carries_quotes(context):
@@ -173,23 +181,73 @@ def scope_context(graph: Any, input: Any, config: Mapping[str, Any] | None, cont
     thread_id = check_thread_id(str(configurable.get("thread_id") or "default"))
     stored, user = scope_thread(thread_id, user_id, services.settings.memory_scope)
     threads = GraphThreads(services, _checkpointer_of(graph, configurable))
+    own: dict[str, Any] = {}
     if scoped_parts(thread_id) is None and threads.checkpointer is not None:
         # Refused here rather than by the first node: before LangGraph saves the input.
-        check_memory_thread(threads.own_state(configurable), thread_id, stored)
+        own = threads.own_state(configurable)
+        check_memory_thread(own, thread_id, stored)
     if user is None:
         return context
     # The nodes work on the user's thread: they read the user from the context only.
     context = _with(context, user_id=user)
     local = local_thread_id(stored)
+    # Where this run keeps the thread's checkpoints, checked against the registry's record
+    # (``checkpoint_home``) in the same read that registers the thread.
+    home = home_of(thread_id)
+    held = _held(threads, own, thread_id, stored)
+    registry = threads.scope_registry
     mode = (input.get("mode") if isinstance(input, Mapping) else None) or "chat"
     text = _last_user_text(input)
     if mode not in READ_MODES or not text:
         if mode == "import":
-            threads.scope_registry.add(user, local)
+            registry.add(user, local, home, held)
+        else:
+            registry.claim(user, local, home, held)
         return context
-    recent = None if mode == "context" else threads.scope_registry.enter(user, local)
+    if mode == "context":  # it writes nothing: checked, nothing recorded
+        refuse_other_home(user, local, home, registry.home(user, local))
+        recent = None
+    else:
+        recent = registry.enter(user, local, home, held)
     quotes = recall_from_threads(threads, user, local, text, recent)
     return _with(context, scope_quotes=quotes) if quotes else context
+
+
+def _held(
+    threads: GraphThreads, own: Mapping[str, Any], run_thread: str, stored: str
+) -> Callable[[], bool]:
+    """``held`` of a run (``checkpoint_home.must_record``): asked only of a thread with no record.
+
+    A run on the stored id holds the thread when it has a checkpoint there; a run on the
+    application's thread id when its checkpoint records the user's thread (``memory_thread``)
+    and no checkpoint the run can see holds the stored id.
+    """
+    if run_thread == stored:
+        return lambda: bool(threads.state(stored))
+    return lambda: own.get(MEMORY_THREAD_KEY) == stored and not threads.checkpointed(stored)
+
+
+def claim_first_run(
+    runtime: Runtime[Any] | None, state: Mapping[str, Any], run_thread: str, memory_thread: str
+) -> None:
+    """Check where the first run of a user's thread keeps its checkpoints (the first node's).
+
+    ``scope_context`` and ``TopicMemory.user`` check a run before it starts; this is for a
+    run naming its user that reached the graph another way (the graph inside an
+    application's graph). Only a checkpoint thread's first run can begin a second way (a
+    thread run both ways before homes were recorded is left as it is): a plain thread, a
+    later turn and a run naming no user read nothing here.
+
+    Raises:
+        InputError: The thread's checkpoints are kept elsewhere (one line).
+    """
+    if scoped_parts(memory_thread) is None or state.get("total_messages"):
+        return
+    user_id = user_id_of(runtime)
+    if user_id is None or not belongs_to(memory_thread, user_id):
+        return
+    registry = registry_of(services_of(runtime))
+    registry.claim(user_id, local_thread_id(memory_thread), home_of(run_thread))
 
 
 def _carries_quotes(context: Any) -> bool:

@@ -9,13 +9,14 @@ own), then runs as any thread's turn, with what it read quoted in its window.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
 from langgraph_topics.importing import SourcedRecord
 from langgraph_topics.message_texts import check_message_text
+from langgraph_topics.scope.checkpoint_home import refuse_other_home
 from langgraph_topics.scope.forget import forget_user, user_remnants
 from langgraph_topics.scope.recall import recall_from_threads
 from langgraph_topics.scope.registry import RegisteredThread
@@ -65,7 +66,17 @@ class UserMemory:
     def register(self, stored_id: str) -> None:
         """Record the thread stored as ``stored_id`` as the user's (it must be the user's)."""
         check_thread_owner(check_thread_id(stored_id), self.user_id)
-        self.memory.scope_registry.add(self.user_id, local_thread_id(stored_id))
+        local = local_thread_id(stored_id)
+        self.memory.scope_registry.add(self.user_id, local, "stored", self._held(local))
+
+    def refuse_other_way(self, thread_id: str) -> None:
+        """Refuse the user's thread when a graph run keeps its checkpoints (nothing recorded).
+
+        Raises:
+            InputError: One line (``checkpoint_home.refusal``).
+        """
+        recorded = self.memory.scope_registry.home(self.user_id, check_thread_id(thread_id))
+        refuse_other_home(self.user_id, thread_id, "stored", recorded)
 
     def run_turn(self, stored_id: str, payload: Mapping[str, Any], **options: Any) -> Any:
         """``TopicMemory.run_turn`` on the user's thread stored as ``stored_id`` (the CLI's).
@@ -98,9 +109,15 @@ class UserMemory:
         )
 
     def context(self, thread_id: str, text: str) -> ContextReport:
-        """The main window a turn on ``thread_id`` would assemble for ``text`` (nothing stored)."""
+        """The main window a turn on ``thread_id`` would assemble for ``text`` (nothing stored).
+
+        Raises:
+            InputError: An invalid thread id or text, or a thread a graph run keeps
+                (``refuse_other_way``).
+        """
         stored = self.thread(thread_id)
         text = check_message_text(text)
+        self.refuse_other_way(thread_id)
         return self.memory.context(
             stored, text, user_id=self.user_id, scope_quotes=self.recall(thread_id, text)
         )
@@ -112,9 +129,12 @@ class UserMemory:
 
         The thread is registered once the import is done: a refused input registers nothing
         (an import cut short is found by ``forget`` through its checkpoints all the same).
+        A thread a graph run keeps is refused first (``refuse_other_way``).
         """
-        added = self.memory.import_messages(self.thread(thread_id), messages)
-        self.memory.scope_registry.add(self.user_id, thread_id)
+        stored = self.thread(thread_id)
+        self.refuse_other_way(thread_id)
+        added = self.memory.import_messages(stored, messages)
+        self.memory.scope_registry.add(self.user_id, thread_id, "stored", self._held(thread_id))
         return added
 
     def enter(self, thread_id: str, text: str) -> ScopeReading:
@@ -123,13 +143,25 @@ class UserMemory:
         The thread is registered as the user's; in ``user`` scope it also becomes the user's
         most recently active thread, and the ``Settings.scope_threads`` most recently active
         others are read (``recall``), before the turn takes its own thread's locks.
+
+        Raises:
+            InputError: A thread whose checkpoints a graph run keeps under the application's
+                thread id (``checkpoint_home.py``; nothing recorded).
         """
         registry = self.memory.scope_registry
+        held = self._held(thread_id)
         if self.scope != "user":
-            registry.add(self.user_id, thread_id)
+            registry.add(self.user_id, thread_id, "stored", held)
             return ScopeReading([])
-        recent = registry.enter(self.user_id, check_thread_id(thread_id))
+        recent = registry.enter(self.user_id, check_thread_id(thread_id), "stored", held)
         return recall_from_threads(self.memory, self.user_id, thread_id, text, recent)
+
+    def _held(self, thread_id: str) -> Callable[[], bool]:
+        """Whether the thread has checkpoints under its stored id (asked only on doubt)."""
+        stored = self.thread(thread_id)
+        return lambda: (
+            self.memory.checkpointer.get_tuple(self.memory.run_config(stored)) is not None
+        )
 
     def recall(self, thread_id: str, text: str) -> ScopeReading:
         """What the user's other threads hold for ``text`` (none in ``thread`` scope)."""
