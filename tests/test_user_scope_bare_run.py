@@ -178,6 +178,11 @@ def test_a_bare_run_on_postgres_reads_topic_memory_threads(
         assert "t3" in [t["thread_id"] for t in memory.user("ann").threads()]
         other = bare_run(graph, "b3", QUESTION, user="bob", services=memory.services)
         assert "Lisbon" not in prompt_of(other)
+        # forget --user: the graph run's checkpoints in the shared database go too.
+        memory.user("ann").forget()
+        assert memory.user("ann").remnants() == []
+        assert memory.checkpointer.get_tuple({"configurable": {"thread_id": "t3"}}) is None
+        assert memory.checkpointer.get_tuple({"configurable": {"thread_id": "b3"}}) is not None
 
 
 def test_a_topic_memory_turn_inside_a_run_naming_a_user_keeps_its_thread(
@@ -194,3 +199,40 @@ def test_a_topic_memory_turn_inside_a_run_naming_a_user_keeps_its_thread(
     assert memory.user("ann").threads() == []
     said = [m["content"] for m in memory.transcript("plain") if m["role"] == "user"]
     assert said == [FACT, QUESTION]
+
+
+def test_forget_deletes_a_graph_runs_checkpoints_in_the_checkpointers_it_is_given(
+    memory: TopicMemory,
+) -> None:
+    """A server's checkpoints of ann's threads go with her; bob's and a plain thread's stay."""
+    server = InMemorySaver()
+    graph = build_graph(server)
+    bare_run(graph, "t1", FACT, user="ann", services=memory.services)
+    bare_run(graph, "t2", OTHER, user="ann", services=memory.services)
+    bare_run(graph, "b1", "I collect old maps of Prague.", user="bob", services=memory.services)
+    bare_run(graph, "plain", "Hello there.", services=memory.services)
+    ann = memory.user("ann")
+    # The memory cannot see the server's checkpointer by itself: it has to be named.
+    assert not any("application's thread" in line for line in ann.remnants())
+    left = ann.remnants([server])
+    assert "checkpoints of the application's thread 't1' (InMemorySaver)" in left
+    assert "checkpoints of the application's thread 't2' (InMemorySaver)" in left
+    ann.forget([server])
+    assert ann.remnants([server]) == []
+    for thread in ("t1", "t2"):
+        assert server.get_tuple({"configurable": {"thread_id": thread}}) is None
+    for kept in ("b1", "plain"):
+        assert graph.get_state({"configurable": {"thread_id": kept}}).values["messages"]
+    assert memory.user("bob").remnants([server])  # bob untouched
+
+
+def test_forget_finds_a_graph_run_kept_in_the_memorys_own_checkpointer(
+    memory: TopicMemory,
+) -> None:
+    """An application that runs the graph on the memory's checkpointer needs to name none."""
+    graph = build_graph(memory.checkpointer)
+    bare_run(graph, "t1", FACT, user="ann", services=memory.services)
+    assert any("application's thread 't1'" in line for line in memory.user("ann").remnants())
+    memory.user("ann").forget()
+    assert memory.user("ann").remnants() == []
+    assert memory.checkpointer.get_tuple({"configurable": {"thread_id": "t1"}}) is None

@@ -9,18 +9,27 @@ way finishes first; a writer holding it past the timeout stops the ``forget`` wi
 ``ThreadBusyError``); the registry goes last, so an interrupted ``forget`` is run again.
 The deleted rows are scrubbed from the SQLite files' free pages and logs too (``erasure.py``),
 and ``user_remnants`` looks for the user's key in those files' raw bytes.
+
+A thread a graph run kept in user scope (LangGraph Server, Studio, ``graph.invoke``:
+``scope/graph_run.py``) has its stores under the user's thread id but its checkpoints under the
+application's thread id, in the application's checkpointer. Those checkpoints carry the
+memory thread (``memory_thread`` in their state), which is how they are found: in the memory's
+own checkpointer, and in any other the caller hands in (``checkpointers``: a server's, which
+the memory cannot reach by itself).
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from langgraph_topics.scope.erasure import erasing, residue, vacuum_index
+from langgraph_topics.scope.run_scope import MEMORY_THREAD_KEY
 from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id, user_key
 from langgraph_topics.services import index_collection_name, thread_directory
 from langgraph_topics.stores.base_store_topics import NAMESPACE_PREFIX, thread_namespace
@@ -35,18 +44,32 @@ if TYPE_CHECKING:
 PAGE = 500
 
 
-def forget_user(memory: TopicMemory, user_id: str) -> list[str]:
+Savers = Sequence[BaseCheckpointSaver[Any]]
+
+
+def forget_user(memory: TopicMemory, user_id: str, checkpointers: Savers = ()) -> list[str]:
     """Delete every thread of ``user_id`` and their registry; returns the stored ids deleted.
+
+    Args:
+        memory: The memory holding the user.
+        user_id: The user.
+        checkpointers: Checkpointers besides the memory's whose graph runs kept threads of
+            the user (a LangGraph Server's): their checkpoints of those threads go too.
 
     Raises:
         InputError: An invalid user id.
         ThreadBusyError: A writer kept one of the threads past the lock timeout (the threads
             before it are gone, the rest and the registry kept: run it again).
     """
-    stored_ids = _user_threads(memory, user_id)
+    runs = [
+        (saver, run_thread, stored_id)
+        for saver in _savers(memory, checkpointers)
+        for run_thread, stored_id in _graph_runs(saver, user_id).items()
+    ]
+    stored_ids = list(dict.fromkeys([*_user_threads(memory, user_id), *(s for *_, s in runs)]))
     with erasing(memory.checkpointer):
         for stored_id in stored_ids:
-            delete_thread(memory, stored_id)
+            delete_thread(memory, stored_id, [(v, r) for v, r, s in runs if s == stored_id])
     _sweep(memory, user_id)
     if memory.settings.chroma_url is None:
         vacuum_index(Path(memory.settings.data_dir))
@@ -54,8 +77,11 @@ def forget_user(memory: TopicMemory, user_id: str) -> list[str]:
     return stored_ids
 
 
-def user_remnants(memory: TopicMemory, user_id: str) -> list[str]:
-    """What of ``user_id`` is still stored, one line each (empty: nothing)."""
+def user_remnants(memory: TopicMemory, user_id: str, checkpointers: Savers = ()) -> list[str]:
+    """What of ``user_id`` is still stored, one line each (empty: nothing).
+
+    ``checkpointers``: as ``forget_user``'s, looked in too.
+    """
     prefix = user_prefix(user_key(user_id))
     found: list[str] = []
     if memory.scope_registry.holds(user_id):
@@ -63,6 +89,11 @@ def user_remnants(memory: TopicMemory, user_id: str) -> list[str]:
     found.extend(
         f"checkpoints of thread {local_thread_id(t)!r}" for t in _checkpointed(memory, user_id)
     )
+    for saver in _savers(memory, checkpointers):
+        found.extend(
+            f"checkpoints of the application's thread {t!r} ({type(saver).__name__})"
+            for t in _graph_runs(saver, user_id)
+        )
     data_dir = Path(memory.settings.data_dir)
     for folder in ("threads", WORKFLOWS_DIR):
         found.extend(str(p) for p in _prefixed(data_dir / folder, prefix))
@@ -92,10 +123,41 @@ def _checkpointed(memory: TopicMemory, user_id: str) -> list[str]:
     return list(found)
 
 
-def delete_thread(memory: TopicMemory, stored_id: str) -> None:
+def _savers(memory: TopicMemory, checkpointers: Savers) -> list[BaseCheckpointSaver[Any]]:
+    """The memory's checkpointer and the others given, each once."""
+    return list({id(s): s for s in (memory.checkpointer, *checkpointers)}.values())
+
+
+def _graph_runs(saver: BaseCheckpointSaver[Any], user_id: str) -> dict[str, str]:
+    """The threads of ``saver`` a user-scope graph run kept for the user: run id → stored id.
+
+    Found by the memory thread their checkpoints record (``run_scope.MEMORY_THREAD_KEY``),
+    one pass over the checkpoint list; a user-scoped thread id itself is the memory's own
+    (``_checkpointed``), not a graph run's.
+    """
+    opening = f"{SCOPE_MARK}{user_key(user_id)}{SCOPE_MARK}"
+    found: dict[str, str] = {}
+    for saved in saver.list(None):
+        thread_id = str(saved.config["configurable"].get("thread_id", ""))
+        marked = (saved.checkpoint.get("channel_values") or {}).get(MEMORY_THREAD_KEY)
+        if (
+            isinstance(marked, str)
+            and marked.startswith(opening)
+            and not thread_id.startswith(opening)
+        ):
+            found[thread_id] = marked
+    return found
+
+
+def delete_thread(
+    memory: TopicMemory,
+    stored_id: str,
+    graph_runs: Sequence[tuple[BaseCheckpointSaver[Any], str]] = (),
+) -> None:
     """Delete one thread everywhere: checkpoints, files, topic index, store items, workflow.
 
-    Held under the thread's writer lock (a turn under way finishes first).
+    Held under the thread's writer lock (a turn under way finishes first). ``graph_runs``:
+    the checkpointers and application thread ids whose checkpoints hold it (``_graph_runs``).
     """
     data_dir = Path(memory.settings.data_dir)
     memory.wait_idle(stored_id)  # a split planned after the last reply lands first
@@ -103,6 +165,8 @@ def delete_thread(memory: TopicMemory, stored_id: str) -> None:
         memory.services.forget_stores(stored_id)
         _drop_index(memory, index_collection_name(stored_id))
         memory.checkpointer.delete_thread(stored_id)
+        for saver, run_thread in graph_runs:
+            saver.delete_thread(run_thread)
         store = _shared_store(memory)
         if store is not None:
             _delete_namespaces(store, thread_namespace(stored_id))

@@ -9,10 +9,11 @@ own), then runs as any thread's turn, with what it read quoted in its window.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph_topics.importing import SourcedRecord
 from langgraph_topics.message_texts import check_message_text
@@ -169,13 +170,21 @@ class UserMemory:
             return ScopeReading([])
         return recall_from_threads(self.memory, self.user_id, check_thread_id(thread_id), text)
 
-    def forget(self) -> list[str]:
-        """Delete every thread of the user and their registry; returns the threads deleted."""
-        return forget_user(self.memory, self.user_id)
+    def forget(self, checkpointers: Sequence[BaseCheckpointSaver[Any]] = ()) -> list[str]:
+        """Delete every thread of the user and their registry; returns the threads deleted.
 
-    def remnants(self) -> list[str]:
-        """What of the user is still stored, one line each (empty after ``forget``)."""
-        return user_remnants(self.memory, self.user_id)
+        ``checkpointers``: checkpointers besides the memory's whose graph runs kept threads of
+        the user in ``user`` scope (a LangGraph Server's, ``scope/graph_run.py``): their
+        checkpoints of those threads are deleted too.
+        """
+        return forget_user(self.memory, self.user_id, checkpointers)
+
+    def remnants(self, checkpointers: Sequence[BaseCheckpointSaver[Any]] = ()) -> list[str]:
+        """What of the user is still stored, one line each (empty after ``forget``).
+
+        ``checkpointers``: as ``forget``'s, looked in too.
+        """
+        return user_remnants(self.memory, self.user_id, checkpointers)
 
 
 def _last_user_text(payload: Mapping[str, Any]) -> str:
