@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,3 +187,69 @@ def test_a_review_run_on_a_chat_thread_archives_and_the_next_turn_sees_it(dev_se
     after = client.threads.get_state(thread["thread_id"])["values"]
     assert after["turn"] == before["turn"] + 1 and after["review"] == values["review"]
     assert "archived" in {t["status"] for t in after["topics"].values()}
+
+
+@pytest.fixture(scope="module")
+def user_scope_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``langgraph dev`` with the memory scope set to the user (issue 40)."""
+    tmp_path = tmp_path_factory.mktemp("studio-users")
+    env = {
+        "LANGGRAPH_TOPICS_DATA_DIR": str(tmp_path / "data"),
+        "LANGGRAPH_TOPICS_BUDGET": "2000",
+        "LANGGRAPH_TOPICS_MEMORY_SCOPE": "user",
+    }
+    try:
+        server = start_dev_server(tmp_path / "server", config=ROOT / "langgraph.json", env=env)
+    except ServerStartError as error:
+        pytest.fail(str(error))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_a_users_fact_reaches_their_other_thread_through_the_server(
+    user_scope_server: str,
+) -> None:
+    """Two threads of ann on the server, named by the run's config or context; bob apart."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=user_scope_server, timeout=RUN_TIMEOUT)
+
+    def say(thread_id: str, text: str, user: str, *, in_context: bool = False) -> dict[str, Any]:
+        named: dict[str, Any] = (
+            {"context": {"user_id": user}}
+            if in_context
+            else {"config": {"configurable": {"user_id": user}}}
+        )
+        client.runs.wait(
+            thread_id,
+            "topic_memory",
+            input={"messages": [{"role": "user", "content": text}]},
+            **named,
+        )
+        return dict(client.threads.get_state(thread_id)["values"])
+
+    first, second, bobs = (client.threads.create()["thread_id"] for _ in range(3))
+    say(first, "My sister Greta lives in Lisbon and keeps bees on her roof.", "ann")
+    values = say(second, "Where does my sister Greta live?", "ann", in_context=True)
+    prompt = values["context"]["system_prompt"]
+    line = next(line for line in prompt.splitlines() if "Lisbon" in line)
+    assert f"(thread “{first}”)" in line and line.startswith("[20")
+    assert [q["thread_id"] for q in values["context"]["scope_quotes"]] == [first]
+    assert values["memory_thread"].endswith(second)
+    # bob, on a thread of his own, sees nothing of ann's; on ann's thread he is refused.
+    assert (
+        "Lisbon"
+        not in say(bobs, "Where does my sister Greta live?", "bob")["context"]["system_prompt"]
+    )
+    run = client.runs.create(
+        first,
+        "topic_memory",
+        input={"messages": [{"role": "user", "content": "Where does Greta live?"}]},
+        config={"configurable": {"user_id": "bob"}},
+    )
+    client.runs.join(first, run["run_id"])
+    assert client.runs.get(first, run["run_id"])["status"] == "error"
+    kept = client.threads.get_state(first)["values"]["messages"]
+    assert [m["type"] for m in kept] == ["human", "ai"]  # nothing of bob's in ann's thread
