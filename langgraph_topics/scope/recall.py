@@ -19,7 +19,7 @@ thread is a plain message, never half of a call and its result (invariant 8).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
@@ -39,7 +39,7 @@ from langgraph_topics.state.working_set import stored_view
 
 if TYPE_CHECKING:
     from langgraph_topics.scope.registry import ScopeRegistry
-    from langgraph_topics.services import TopicServices
+    from langgraph_topics.services import ThreadStores, TopicServices
     from langgraph_topics.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -171,34 +171,55 @@ def _read_thread(
         wanted = [h["message_id"] for h in hits if h["message_id"] not in held]
         messages = {**stores.topic_store.get_messages(wanted), **held}
         quotes = _quotes(memory, stored_id, query, hits, messages)
-        if not with_topics or not quotes:
+        if not with_topics:
             return quotes, []
-        located = stores.topic_store.locate_many([q["message"]["id"] for q in quotes])
-        registered = values.get("topics") or {}
-        best: dict[str, dict[str, float]] = {}
-        for quote in quotes:
-            topic_id = located.get(quote["message"]["id"])
-            if topic_id is not None:
-                best.setdefault(topic_id, {})[quote["message"]["id"]] = quote["similarity"]
-        topics: list[ForeignTopic] = []
-        for topic_id, quoted in sorted(best.items(), key=lambda kv: -max(kv[1].values())):
-            if len(topics) == TOPICS_PER_THREAD:
-                break
-            status = (registered.get(topic_id) or {}).get("status", "active")
-            try:
-                info = topic_info(stores.topic_store, topic_id, status)
-            except KeyError:  # a topic file removed by hand: its quotes stay
-                continue
-            topics.append(
-                ForeignTopic(
-                    thread_id=local_thread_id(stored_id),
-                    info=info,
-                    messages=list(stores.topic_store.messages(topic_id)),
-                    similarity=max(quoted.values()),
-                    quoted=quoted,
-                )
-            )
+        topics = _topics(stores, values.get("topics") or {}, stored_id, query, quotes)
     return quotes, topics
+
+
+def _topics(
+    stores: ThreadStores,
+    registered: Mapping[str, Any],
+    stored_id: str,
+    query: str,
+    quotes: Sequence[ScopeQuote],
+) -> list[ForeignTopic]:
+    """The thread's topics worth the topic window's reading, best first, copied.
+
+    The topics holding its quotes, and the topic its index finds by brief (the index window's
+    search, no model call) when close enough to the question, even where no message of it
+    was: ``TOPICS_PER_THREAD`` at most, ranked by their best quote's cosine or their brief's.
+    """
+    located = stores.topic_store.locate_many([q["message"]["id"] for q in quotes])
+    quoted: dict[str, dict[str, float]] = {}
+    for quote in quotes:
+        topic_id = located.get(quote["message"]["id"])
+        if topic_id is not None:
+            quoted.setdefault(topic_id, {})[quote["message"]["id"]] = quote["similarity"]
+    closeness = {topic_id: max(found.values()) for topic_id, found in quoted.items()}
+    for topic_id, similarity in stores.topic_index.search(query, k=1):
+        if similarity >= MIN_SIMILARITY:
+            closeness[topic_id] = max(closeness.get(topic_id, 0.0), round(similarity, 4))
+    topics: list[ForeignTopic] = []
+    for topic_id, similarity in sorted(closeness.items(), key=lambda kv: -kv[1]):
+        if len(topics) == TOPICS_PER_THREAD:
+            break
+        status = (registered.get(topic_id) or {}).get("status", "active")
+        try:
+            info = topic_info(stores.topic_store, topic_id, status)
+            messages = list(stores.topic_store.messages(topic_id))
+        except KeyError:  # a topic file removed by hand (or an index ahead of it): left out
+            continue
+        topics.append(
+            ForeignTopic(
+                thread_id=local_thread_id(stored_id),
+                info=info,
+                messages=messages,
+                similarity=similarity,
+                quoted=quoted.get(topic_id, {}),
+            )
+        )
+    return topics
 
 
 def _quotes(

@@ -137,6 +137,10 @@ class ScopeReading(Sequence["ScopeQuote"]):
     def __len__(self) -> int:
         return len(self._quotes)
 
+    def __bool__(self) -> bool:
+        """Whether it brings anything: a quote, or a topic being read (it may find none)."""
+        return bool(self._quotes) or self._topics is not None
+
     def __iter__(self) -> Iterator[ScopeQuote]:
         return iter(self._quotes)
 

@@ -53,7 +53,7 @@ class ScopeWindow(BlockAfterAssembly):
     ROOM_FLOOR = SCOPE_FLOOR
 
     def has_block(self) -> bool:
-        """Whether the other threads gave any quote."""
+        """Whether the other threads gave any quote (or a topic is being read for the turn)."""
         return bool(self.quotes)
 
     def finish(self, context: AssembledContext, budget: int) -> AssembledContext:
@@ -61,6 +61,8 @@ class ScopeWindow(BlockAfterAssembly):
         if not self.quotes:
             return context
         readings = self.quotes.ready_topics() if isinstance(self.quotes, ScopeReading) else []
+        if not len(self.quotes) and not readings:  # a reading still running, or none found
+            return context
         # Another thread's messages are never in this thread's window: nothing to leave out.
         candidates: list[ScopeQuote | ScopeTopic] = [
             *self.quotes[:HITS],
