@@ -15,13 +15,13 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT = 60.0
 
 
-@pytest.fixture(scope="module")
-def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A ``langgraph dev`` server on a free local port, shared by this module's tests."""
-    tmp_path = tmp_path_factory.mktemp("studio")
+def serve(tmp_path_factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[str]:
+    """A ``langgraph dev`` server on a free local port with ``env`` added; its URL."""
+    tmp_path = tmp_path_factory.mktemp(name)
     env = {
         "LANGGRAPH_TOPICS_DATA_DIR": str(tmp_path / "data"),
         "LANGGRAPH_TOPICS_BUDGET": "2000",
+        **env,
     }
     try:
         # The server's in-memory persistence (.langgraph_api/) goes into its own directory.
@@ -32,6 +32,12 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``langgraph dev`` server on a free local port, shared by this module's tests."""
+    yield from serve(tmp_path_factory, "studio")
 
 
 def test_langgraph_json_points_at_the_studio_graph() -> None:
@@ -192,20 +198,7 @@ def test_a_review_run_on_a_chat_thread_archives_and_the_next_turn_sees_it(dev_se
 @pytest.fixture(scope="module")
 def user_scope_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``langgraph dev`` with the memory scope set to the user (issue 40)."""
-    tmp_path = tmp_path_factory.mktemp("studio-users")
-    env = {
-        "LANGGRAPH_TOPICS_DATA_DIR": str(tmp_path / "data"),
-        "LANGGRAPH_TOPICS_BUDGET": "2000",
-        "LANGGRAPH_TOPICS_MEMORY_SCOPE": "user",
-    }
-    try:
-        server = start_dev_server(tmp_path / "server", config=ROOT / "langgraph.json", env=env)
-    except ServerStartError as error:
-        pytest.fail(str(error))
-    try:
-        yield server.url
-    finally:
-        server.stop()
+    yield from serve(tmp_path_factory, "studio-users", LANGGRAPH_TOPICS_MEMORY_SCOPE="user")
 
 
 def test_a_users_fact_reaches_their_other_thread_through_the_server(

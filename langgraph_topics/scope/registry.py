@@ -178,7 +178,42 @@ def _entered(
     return [thread_id, *(t for t in order if t != thread_id)], True
 
 
-class FileScopeRegistry:
+class _RunsChecked:
+    """``add`` and ``claim`` of both registries: one settling of a thread and its home each."""
+
+    def _settle(
+        self,
+        user_id: str,
+        thread_id: str,
+        home: CheckpointHome | None,
+        held: Callable[[], bool],
+        *,
+        register: bool,
+    ) -> object:
+        raise NotImplementedError
+
+    def add(
+        self,
+        user_id: str,
+        thread_id: str,
+        home: CheckpointHome | None = None,
+        held: Callable[[], bool] = unheld,
+    ) -> None:
+        """Record ``thread_id`` as one of the user's threads (nothing when it is already).
+
+        With ``home``, a run of the thread from there: refused when the thread's recorded
+        home differs, recorded when it has none (``checkpoint_home.must_record``).
+        """
+        self._settle(user_id, thread_id, home, held, register=True)
+
+    def claim(
+        self, user_id: str, thread_id: str, home: CheckpointHome, held: Callable[[], bool] = unheld
+    ) -> None:
+        """``add``'s check of a run from ``home``, without registering the thread."""
+        self._settle(user_id, thread_id, home, held, register=False)
+
+
+class FileScopeRegistry(_RunsChecked):
     """The embedded profile's registry: one small append-only file per user."""
 
     def __init__(self, data_dir: Path) -> None:
@@ -214,26 +249,6 @@ class FileScopeRegistry:
             if home is not None and isinstance(value.get("thread_id"), str):
                 homes.setdefault(value["thread_id"], home)  # the first recorded wins
         return _once(entries), homes
-
-    def add(
-        self,
-        user_id: str,
-        thread_id: str,
-        home: CheckpointHome | None = None,
-        held: Callable[[], bool] = unheld,
-    ) -> None:
-        """Record ``thread_id`` as one of the user's threads (nothing when it is already).
-
-        With ``home``, a run of the thread from there: refused when the thread's recorded
-        home differs, recorded when it has none (``checkpoint_home.must_record``).
-        """
-        self._settle(user_id, thread_id, home, held, register=True)
-
-    def claim(
-        self, user_id: str, thread_id: str, home: CheckpointHome, held: Callable[[], bool] = unheld
-    ) -> None:
-        """``add``'s check of a run from ``home``, without registering the thread."""
-        self._settle(user_id, thread_id, home, held, register=False)
 
     def home(self, user_id: str, thread_id: str) -> CheckpointHome | None:
         """The thread's recorded home (None: none recorded)."""
@@ -376,7 +391,7 @@ def user_namespace(user_id: str) -> tuple[str, ...]:
     return (NAMESPACE_PREFIX, USERS_LABEL, user_key(user_id))
 
 
-class StoreScopeRegistry:
+class StoreScopeRegistry(_RunsChecked):
     """The ``postgres`` profile's registry: items in the shared store, one per thread."""
 
     PAGE = 500
@@ -451,26 +466,6 @@ class StoreScopeRegistry:
                 value[CHECKPOINTS_KEY] = home
             self.store.put(user_namespace(user_id), thread_key(thread_id), value, index=False)
         return order
-
-    def add(
-        self,
-        user_id: str,
-        thread_id: str,
-        home: CheckpointHome | None = None,
-        held: Callable[[], bool] = unheld,
-    ) -> None:
-        """Record ``thread_id`` as one of the user's threads (nothing when it is already).
-
-        With ``home``, a run of the thread from there: refused when the thread's recorded
-        home differs, recorded when it has none (``checkpoint_home.must_record``).
-        """
-        self._settle(user_id, thread_id, home, held, register=True)
-
-    def claim(
-        self, user_id: str, thread_id: str, home: CheckpointHome, held: Callable[[], bool] = unheld
-    ) -> None:
-        """``add``'s check of a run from ``home``, without registering the thread."""
-        self._settle(user_id, thread_id, home, held, register=False)
 
     def home(self, user_id: str, thread_id: str) -> CheckpointHome | None:
         """The thread's recorded home (None: none recorded)."""
