@@ -297,3 +297,34 @@ def test_a_topic_the_other_threads_index_finds_by_its_brief_is_read_without_a_qu
     monkeypatch.setattr(index, "search", lambda self, query, *, k, **_: [(kyoto, 0.2)])
     assert not memory.user("ann").recall("new", question)
     assert window.foreign_reads() == []
+
+
+def test_a_tool_call_the_model_names_in_another_thread_is_never_quoted(
+    memory: TopicMemory,
+) -> None:
+    """Invariant 8: a quote from another thread is never half of a call and its result."""
+    said: StoredMessage = {"id": "h-said", "role": "user", "content": "Kyoto in April, then."}
+    call: StoredMessage = {
+        "id": "h-call",
+        "role": "assistant",
+        "content": "Looking up Kyoto ryokans.",
+        "tool_calls": [{"id": "c1", "name": "search", "args": {"q": "Kyoto ryokan"}}],
+    }
+    result: StoredMessage = {
+        "id": "h-result",
+        "role": "tool",
+        "content": "Kyoto: three ryokans in Gion.",
+        "tool_call_id": "c1",
+    }
+    topic = topic_reading.ForeignTopic(
+        thread_id="history",
+        info={"id": "t-1", "name": "Kyoto", "brief": "", "status": "active", "file": ""},
+        messages=[said, call, result],
+        similarity=0.5,
+        quoted={},
+    )
+    pending = topic_reading.start_reading(memory.services, [topic], QUESTION)
+    assert pending is not None
+    (found,) = pending.result()  # the scripted window names all three
+    assert [q["message"]["id"] for q in found["quotes"]] == ["h-said"]
+    assert found["quotes"][0]["topic_id"] == "t-1"

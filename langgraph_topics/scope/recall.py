@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 from langgraph_topics.errors import first_line
 from langgraph_topics.retrieval.history_search import SearchHit, search_history
 from langgraph_topics.roles.topic_info import topic_info
+from langgraph_topics.scope.quotable import quotable
 from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id
 from langgraph_topics.scope.topic_reading import (
     TOPICS_PER_THREAD,
@@ -233,7 +234,7 @@ def _quotes(
     plain = [
         (hit, messages[hit["message_id"]])
         for hit in hits
-        if hit["message_id"] in messages and _plain(messages[hit["message_id"]])
+        if hit["message_id"] in messages and quotable(messages[hit["message_id"]])
     ]
     if not plain:
         return []
@@ -252,14 +253,6 @@ def _quotes(
                 }
             )
     return quotes
-
-
-def _plain(message: StoredMessage) -> bool:
-    return (
-        message["role"] in ("user", "assistant")
-        and not message.get("tool_calls")
-        and bool(message["content"].strip())
-    )
 
 
 def quoted_threads(quotes: Sequence[ScopeQuote]) -> list[str]:

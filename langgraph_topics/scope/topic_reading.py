@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypedDict, overload
 
 from langgraph_topics.errors import first_line
+from langgraph_topics.namespace.unsplit_shown import shown_unsplit
+from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.nodes.topic_window import (  # the turn's own windows' rules
     SUMMARY_HARD_LIMIT_FACTOR,
     clamp_score,
@@ -35,6 +37,7 @@ from langgraph_topics.nodes.topic_window import (  # the turn's own windows' rul
 )
 from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.runtime_protocols import uses_evidence
+from langgraph_topics.scope.quotable import quotable
 
 if TYPE_CHECKING:
     from langgraph_topics.roles.protocols import TopicInfo, TopicWindow
@@ -75,7 +78,7 @@ class ForeignTopic:
     info: TopicInfo
     messages: list[StoredMessage]
     similarity: float
-    """Cosine of its best quote with the question: how the turn ranks the candidates."""
+    """Cosine of its best quote (or its brief) with the question: how the turn ranks them."""
     quoted: dict[str, float]
     """Cosine with the question of each of its messages the evidence quoted."""
 
@@ -203,9 +206,18 @@ def _read_topic(
     window: TopicWindow, settings: Settings, topic: ForeignTopic, question: StoredMessage
 ) -> ScopeTopic | None:
     """One topic read against the question (None: not relevant, or the reading failed)."""
+    # Shown as the thread's own windows show a topic: large tool results as previews.
+    view = shown_unsplit([question], settings)
+    shown = windowed_messages(
+        topic.messages,
+        view.policy,
+        view.language,
+        settings.prompt_dir,
+        preview_chars=settings.namespace_preview_chars,
+    )
     try:
         with settings_deadline(settings, "chat"):
-            verdict = window.evaluate(topic.info, topic.messages, [question])
+            verdict = window.evaluate(topic.info, shown, list(view.shown))
     except Exception as error:  # invariant 4: one topic left out, never the turn
         log.warning(
             "user scope: topic %s of thread %r not read for this turn: %s",
@@ -232,7 +244,7 @@ def _read_topic(
             "topic_id": topic.info["id"],
         }
         for i in dict.fromkeys(verdict["referenced_message_ids"])
-        if i in held
+        if i in held and quotable(held[i])  # never half of a tool call (invariant 8)
     ]
     return {
         "thread_id": topic.thread_id,
