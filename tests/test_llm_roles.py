@@ -464,6 +464,8 @@ PROMPTS = [
     "format_retry",
     "responder_retry",
     "main_window",
+    "scope_quotes",
+    "scope_topics",
 ]
 
 
