@@ -367,14 +367,25 @@ class TopicMemory:
             yield
 
     @contextmanager
-    def reading(self, thread_id: str) -> Iterator[None]:
+    def reading(self, thread_id: str, timeout: float | None = None) -> Iterator[None]:
         """Hold the thread's files lock, so that state and stores are read as one.
 
         Short: a writer appending to the topic files waits for it, never for a whole turn.
         Integrations that read the stores themselves (``services.branch_stores``) take it.
+        ``timeout``: seconds to wait (None: ``Settings.lock_timeout_seconds``, after a split
+        under way in this process lands; 0: now or never, waiting for nothing: a reader that
+        holds another thread's locks, which must not wait on a turn holding this one's).
+
+        Raises:
+            ThreadBusyError: The lock was not free within ``timeout``.
         """
-        with self._files(check_thread_id(thread_id)):
-            yield
+        thread_id = check_thread_id(thread_id)
+        if timeout is None:
+            with self._files(thread_id):
+                yield
+        else:
+            with self._locks.files(thread_id, timeout):
+                yield
 
     @contextmanager
     def _files(self, thread_id: str) -> Iterator[None]:

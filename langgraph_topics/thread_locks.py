@@ -61,8 +61,11 @@ class ThreadLocking(Protocol):
         """Hold the thread's writer lock (re-entrant; ``ThreadBusyError`` after the timeout)."""
         ...
 
-    def files(self, thread_id: str) -> AbstractContextManager[None]:
-        """Hold the thread's files lock, with stores that show every other writer's writes."""
+    def files(self, thread_id: str, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Hold the thread's files lock, with stores that show every other writer's writes.
+
+        ``timeout``: seconds to wait for it (None: the locks' own; 0: take it only if free).
+        """
         ...
 
     def close(self) -> None:
@@ -97,13 +100,15 @@ class ThreadLockPair(ABC):
             yield
 
     @contextmanager
-    def files(self, thread_id: str) -> Iterator[None]:
+    def files(self, thread_id: str, timeout: float | None = None) -> Iterator[None]:
         """Hold the thread's files lock, with stores that show every other process's writes.
+
+        ``timeout``: seconds to wait for it (None: ``timeout_seconds``; 0: only if free).
 
         Raises:
             ThreadBusyError: Another process kept it longer than the timeout.
         """
-        with self._hold(thread_id, "files") as outermost:
+        with self._hold(thread_id, "files", timeout) as outermost:
             if outermost:
                 self._refresh(thread_id)
             try:
@@ -129,10 +134,10 @@ class ThreadLockPair(ABC):
         """Note how the thread's stores look as this process lets go of the files lock."""
 
     @contextmanager
-    def _hold(self, thread_id: str, kind: LockKind) -> Iterator[bool]:
+    def _hold(self, thread_id: str, kind: LockKind, timeout: float | None = None) -> Iterator[bool]:
         """Take one of the thread's locks; yields whether this is the outermost hold."""
         lock = self._lock(thread_id, kind)
-        if not lock.acquire(self.timeout_seconds):
+        if not lock.acquire(self.timeout_seconds if timeout is None else timeout):
             raise ThreadBusyError(f"thread {thread_id!r} is busy: another process is writing it")
         try:
             yield lock.depth == 1

@@ -212,8 +212,8 @@ class _ThreadsWith:
     def exists(self, thread_id: str) -> bool:
         return bool(self.memory.exists(thread_id))
 
-    def reading(self, thread_id: str) -> Any:
-        return self.memory.reading(thread_id)
+    def reading(self, thread_id: str, timeout: float | None = None) -> Any:
+        return self.memory.reading(thread_id, timeout)
 
     def state(self, thread_id: str) -> dict[str, Any]:
         return dict(self.memory.state(thread_id))

@@ -397,7 +397,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             maybe = [
                 t
                 for t in own
-                if (_tool_name(t) == ACTIVATE_TOPIC and _can_activate(values))
+                if (_tool_name(t) == ACTIVATE_TOPIC and (_can_activate(values) or quotes.searches))
                 or (_tool_name(t) == READ_NAMESPACE and bool(_last_refs(values)))
                 or (_tool_name(t) == SEARCH_MEMORY and _can_search(values))
             ]
@@ -420,7 +420,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 window: ModelCallWindow = {
                     "context": update["context"],
                     "turn": values.get("turn", 0),
-                    "can_activate": _can_activate(values),
+                    "can_activate": _can_activate(values) or quotes.searches,
                     "can_search": _can_search(values),
                     "closes_turn": False,
                 }
@@ -441,7 +441,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 window = {
                     "context": result["context"],
                     "turn": result.get("turn", 0),
-                    "can_activate": _can_activate(result),
+                    "can_activate": _can_activate(result) or quotes.searches,
                     "can_search": _can_search(result),
                     "closes_turn": True,
                 }
@@ -676,7 +676,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         """
         info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id=thread_id)
         services = services or self.memory.services
-        if quotes:
+        if quotes or (isinstance(quotes, ScopeReading) and quotes.searches):
             context = TopicContext(services=services, scope_quotes=as_reading(quotes))
         else:
             context = TopicContext(services=services)
@@ -704,12 +704,28 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         """Wake the dormant topics of ``thread_id`` that match ``query``; says which.
 
         The index search and the choice are the graph's ``activate`` node's; the woken topics
-        are read by the next turn (the agent's next model call).
+        are read by the next turn (the agent's next model call). In user scope the user's other
+        threads are searched too: what they hold joins the turn's quotes of them.
         """
+        with self._reads_lock:
+            cached = self._scope_quotes.get(thread_id)
+        reading = cached[1] if cached is not None else None
+        messages, topics_read = (
+            reading.search(query.strip() or "earlier conversation") if reading else (0, 0)
+        )
+        elsewhere = (
+            f" Your other conversations hold {messages} matching messages"
+            + (f" and {topics_read} matching topics" if topics_read else "")
+            + ": they are in your context from the next call."
+            if messages or topics_read
+            else ""
+        )
         with self._writing(thread_id):
             values = self.memory.state(thread_id)
             topics = values.get("topics") or {}
             if not any(t["status"] == "dormant" for t in topics.values()):
+                if elsewhere:
+                    return elsewhere.strip()
                 return "Nothing was set aside: every earlier topic is already in your context."
             request: ActivationRequest = {
                 "query": query.strip() or "earlier conversation",
@@ -732,12 +748,13 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 },
             )
         if not woken:
-            return f"No earlier topic matches {request['query']!r}."
+            return elsewhere.strip() or f"No earlier topic matches {request['query']!r}."
         with self._reads_lock:
             self._woken.add(thread_id)
         return (
             f"Recalled {', '.join(woken)}: the earlier messages on "
             f"{'it' if len(woken) == 1 else 'them'} are in your context from the next call."
+            + elsewhere
         )
 
     # -- read_namespace ----------------------------------------------------------------------
@@ -801,7 +818,11 @@ def _system_text(message: SystemMessage | None) -> str | None:
 
 
 def _can_activate(values: dict[str, Any]) -> bool:
-    """Whether the thread has dormant topics that ``activate_topic`` could wake."""
+    """Whether the thread has dormant topics that ``activate_topic`` could wake.
+
+    In user scope the tool is offered whatever this says: it searches the user's other
+    threads too (``ScopeReading.searches``).
+    """
     return any(t["status"] == "dormant" for t in (values.get("topics") or {}).values())
 
 

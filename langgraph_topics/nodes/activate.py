@@ -27,6 +27,7 @@ from langgraph_topics.roles.protocols import (
     WindowIndexRouter,
 )
 from langgraph_topics.roles.topic_info import topic_info
+from langgraph_topics.scope.run_scope import scope_quotes_of
 from langgraph_topics.scoring import archive_tier
 from langgraph_topics.services import TopicContext, TopicServices, services_of, thread_id_of
 from langgraph_topics.state.records import ActivationRequest, AskedPeriod, TopicRecord, TurnEvent
@@ -242,6 +243,8 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         # Nothing clears even the loosened bar: ask the user, as a person would (§4.7 path 3).
         names = {info["id"]: info["name"] for info, _ in candidates}
         clarify = [names[r["topic_id"]] for r in routed[:2] if r["topic_id"] in names]
+    if request["reason"] == "tool_call":
+        events.extend(search_other_threads(runtime, request["query"]))
     update: dict[str, Any] = {
         "topics": topics,
         "activation": None,
@@ -258,6 +261,26 @@ def activate(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
         update["new_topic_hints"] = [*hints, opening][-MAX_NEW_TOPIC_HINTS:]
         events[0]["detail"] += "; no topic matches: a new topic, started by the next split"
     return update
+
+
+def search_other_threads(runtime: Runtime[TopicContext], query: str) -> list[TurnEvent]:
+    """The model's ``activate_topic`` in user scope: the user's other threads searched too.
+
+    What it finds joins the turn's quotes of those threads (``scope/topic_reading.py``), which
+    the next assembly of the turn shows; an event says how much. Nothing in thread scope.
+    """
+    reading = scope_quotes_of(runtime)
+    if not reading.searches:
+        return []
+    quotes, topics = reading.search(query)
+    detail = f"user scope: {quotes} messages found in the user's other threads"
+    return [
+        {
+            "kind": "index_search",
+            "reason": "tool_call",
+            "detail": detail + (f", {topics} of their topics being read" if topics else ""),
+        }
+    ]
 
 
 def _route(

@@ -13,6 +13,7 @@ from langgraph_topics.errors import log_degraded
 from langgraph_topics.prompts.language import detect_language
 from langgraph_topics.roles.protocols import ResponderReply
 from langgraph_topics.runtime_protocols import takes_vectors
+from langgraph_topics.scope.run_scope import scope_quotes_of
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.messages import TIMESTAMP_KEY
 from langgraph_topics.state.records import ActivationRequest, TurnEvent
@@ -40,8 +41,9 @@ def respond(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any]
     context = state["context"]
     language = detect_language((m["content"] for m in context["messages"][-10:]), settings.language)
     topics = state.get("topics") or {}
-    can_activate = state.get("activation_rounds", 0) < settings.max_activation_rounds and any(
-        t["status"] == "dormant" for t in topics.values()
+    # In user scope the user's other threads can be searched too, dormant topics here or not.
+    can_activate = state.get("activation_rounds", 0) < settings.max_activation_rounds and (
+        any(t["status"] == "dormant" for t in topics.values()) or scope_quotes_of(runtime).searches
     )
     events: list[TurnEvent] = []
     clarify = state.get("clarify_topics") or []

@@ -97,11 +97,14 @@ class GraphThreads:
             return stored_head(store, thread_id) > 0
         return thread_directory(Path(self.settings.data_dir), thread_id).is_dir()
 
-    def reading(self, thread_id: str) -> AbstractContextManager[None]:
-        """The thread's files lock (topic files); a shared store needs none to be read."""
+    def reading(self, thread_id: str, timeout: float | None = None) -> AbstractContextManager[None]:
+        """The thread's files lock (topic files); a shared store needs none to be read.
+
+        ``timeout``: as ``TopicMemory.reading``'s.
+        """
         if self.services.shared_store is not None:
             return nullcontext()
-        return _files_lock(self.services, thread_id)
+        return _files_lock(self.services, thread_id, timeout)
 
     def state(self, thread_id: str) -> dict[str, Any]:
         """The newest checkpoint's values (``{}``: none the run can read)."""
@@ -209,8 +212,8 @@ def scope_context(graph: Any, input: Any, config: Mapping[str, Any] | None, cont
         recent = None
     else:
         recent = registry.enter(user, local, home, held)
-    quotes = recall_from_threads(threads, user, local, text, recent)
-    return _with(context, scope_quotes=quotes) if quotes else context
+    # Handed in even when empty: the turn's model may search the other threads again.
+    return _with(context, scope_quotes=recall_from_threads(threads, user, local, text, recent))
 
 
 def _held(
@@ -349,7 +352,9 @@ def _data_dir_saver(services: TopicServices) -> BaseCheckpointSaver[Any] | None:
 
 
 @contextmanager
-def _files_lock(services: TopicServices, thread_id: str) -> Iterator[None]:
+def _files_lock(
+    services: TopicServices, thread_id: str, timeout: float | None = None
+) -> Iterator[None]:
     """The thread's files lock, through one ``ThreadLocks`` per services.
 
     One per services, because it re-opens the stores another process wrote since this one
@@ -362,5 +367,5 @@ def _files_lock(services: TopicServices, thread_id: str) -> Iterator[None]:
         if found is None:
             found = (services, ThreadLocks(services, services.settings.lock_timeout_seconds))
             _locks[id(services)] = found
-    with found[1].files(thread_id):
+    with found[1].files(thread_id, timeout):
         yield

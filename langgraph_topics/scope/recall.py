@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
 from langgraph_topics.errors import first_line
@@ -31,6 +32,7 @@ from langgraph_topics.scope.threads import local_thread_id, scoped_thread_id
 from langgraph_topics.scope.topic_reading import (
     TOPICS_PER_THREAD,
     ForeignTopic,
+    PendingTopics,
     ScopeReading,
     reads_topics,
     start_reading,
@@ -95,8 +97,11 @@ class UserThreads(Protocol):
         """Whether the thread holds anything (looking creates nothing)."""
         ...
 
-    def reading(self, thread_id: str) -> AbstractContextManager[None]:
-        """The thread's files lock (a reader's), so that state and stores are read as one."""
+    def reading(self, thread_id: str, timeout: float | None = None) -> AbstractContextManager[None]:
+        """The thread's files lock (a reader's), so that state and stores are read as one.
+
+        ``timeout``: seconds to wait (None: the lock timeout; 0: only if free now).
+        """
         ...
 
     def state(self, thread_id: str) -> dict[str, Any]:
@@ -127,32 +132,75 @@ def recall_from_threads(
         recent: The user's threads, the most recently active first, when the caller has them
             (``ScopeRegistry.enter``); read from the registry otherwise.
     """
+    search = ThreadsSearch(memory, user_id, thread_id, recent)
     if not query.strip():
-        return ScopeReading([])
-    if recent is None:
-        recent = memory.scope_registry.recent(user_id)
-    others = [t for t in recent if t != thread_id][: memory.settings.scope_threads]
-    with_topics = reads_topics(memory.services)
-    found: list[ScopeQuote] = []
-    candidates: list[ForeignTopic] = []
-    for other in others:
-        try:
-            quotes, topics = _read_thread(
-                memory, scoped_thread_id(user_id, other), query, with_topics=with_topics
-            )
-        except Exception as error:  # invariant 4: one thread unread, never the turn lost
-            log.warning(
-                "user scope: thread %r not read for this turn: %s", other, first_line(error)
-            )
-            continue
-        found.extend(quotes)
-        candidates.extend(topics)
-    found.sort(key=lambda q: -q["similarity"])
-    return ScopeReading(found[:QUOTES], start_reading(memory.services, candidates, query))
+        return ScopeReading([], searcher=search.now)
+    quotes, pending = search(query)
+    return ScopeReading(quotes, pending, searcher=search.now)
+
+
+@dataclass
+class ThreadsSearch:
+    """The search of a user's other threads for one turn: the question's, then the model's.
+
+    The threads are chosen once (the ``Settings.scope_threads`` most recently active others,
+    read from the registry the first time they are needed).
+    """
+
+    memory: UserThreads
+    user_id: str
+    thread_id: str
+    recent: Sequence[str] | None = None
+
+    def __call__(
+        self, query: str, timeout: float | None = None
+    ) -> tuple[list[ScopeQuote], PendingTopics | None]:
+        """The best quotes for ``query``, best first, and their topics' readings (started).
+
+        ``timeout``: how long each thread's files lock is waited for (None: the lock timeout).
+        """
+        memory = self.memory
+        if self.recent is None:
+            self.recent = memory.scope_registry.recent(self.user_id)
+        others = [t for t in self.recent if t != self.thread_id][: memory.settings.scope_threads]
+        with_topics = reads_topics(memory.services)
+        found: list[ScopeQuote] = []
+        candidates: list[ForeignTopic] = []
+        for other in others:
+            try:
+                quotes, topics = _read_thread(
+                    memory,
+                    scoped_thread_id(self.user_id, other),
+                    query,
+                    with_topics=with_topics,
+                    timeout=timeout,
+                )
+            except Exception as error:  # invariant 4: one thread unread, never the turn lost
+                log.warning(
+                    "user scope: thread %r not read for this turn: %s", other, first_line(error)
+                )
+                continue
+            found.extend(quotes)
+            candidates.extend(topics)
+        found.sort(key=lambda q: -q["similarity"])
+        return found[:QUOTES], start_reading(memory.services, candidates, query)
+
+    def now(self, query: str) -> tuple[list[ScopeQuote], PendingTopics | None]:
+        """``__call__`` taking only the locks that are free now (a search inside a turn).
+
+        A turn holds its own thread's locks; another thread's turn may hold its own and be
+        searching this one: neither waits for the other.
+        """
+        return self(query, timeout=0)
 
 
 def _read_thread(
-    memory: UserThreads, stored_id: str, query: str, *, with_topics: bool
+    memory: UserThreads,
+    stored_id: str,
+    query: str,
+    *,
+    with_topics: bool,
+    timeout: float | None = None,
 ) -> tuple[list[ScopeQuote], list[ForeignTopic]]:
     """The best plain messages of one thread for ``query`` (none when it holds nothing yet).
 
@@ -161,7 +209,7 @@ def _read_thread(
     """
     if not memory.exists(stored_id):
         return [], []
-    with memory.reading(stored_id):
+    with memory.reading(stored_id, timeout):
         values = memory.state(stored_id)
         stores = memory.services.branch_stores(stored_id, values)
         working = stored_view(values.get("messages", []))

@@ -20,7 +20,8 @@ fails leaves its topic out of the turn with one warning; the quotes stay.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -95,17 +96,21 @@ class PendingTopics:
         self._parts = list(parts)
         self._settings = settings
 
+    @property
+    def count(self) -> int:
+        """How many topics are read."""
+        return len(self._parts)
+
     def done(self) -> bool:
         """Whether every reading has ended."""
         return all(part.done() for part in self._parts)
 
     def ready(self) -> list[ScopeTopic]:
-        """The readings ended by now that found their topic relevant, best first (no wait)."""
-        found = [r for part in self._parts if part.done() and (r := part.result()) is not None]
-        return sorted(found, key=lambda t: -t["relevance"])
+        """The readings ended by now that found their topic relevant (no wait)."""
+        return [r for part in self._parts if part.done() and (r := part.result()) is not None]
 
     def result(self) -> list[ScopeTopic]:
-        """Every reading's outcome, best first, waiting for those still running.
+        """Every reading's outcome, waiting for those still running.
 
         A reading still running after the turn's deadline (or a request's time,
         ``model_timeout_seconds``, without one) is left out.
@@ -119,16 +124,30 @@ class PendingTopics:
         return self.ready()
 
 
+Searcher = Callable[[str], tuple[list["ScopeQuote"], PendingTopics | None]]
+"""Searches the user's other threads for a query, now (``recall.ThreadsSearch.now``)."""
+
+
 class ScopeReading(Sequence["ScopeQuote"]):
     """What a user-scope turn found in the user's other threads.
 
     A sequence of the evidence's quotes, best first (what ``recall_from_threads`` returns),
-    with the topic window's readings of their best topics, which may still be running.
+    with the topic window's readings of their best topics, which may still be running. With a
+    ``searcher``, the turn's model may search the other threads again (``activate_topic``):
+    what that finds joins this reading, first.
     """
 
-    def __init__(self, quotes: Sequence[ScopeQuote], topics: PendingTopics | None = None):
+    def __init__(
+        self,
+        quotes: Sequence[ScopeQuote],
+        topics: PendingTopics | None = None,
+        *,
+        searcher: Searcher | None = None,
+    ):
         self._quotes = list(quotes)
-        self._topics = topics
+        self._topics = [topics] if topics is not None else []
+        self._searcher = searcher
+        self._lock = threading.Lock()
 
     @overload
     def __getitem__(self, index: int) -> ScopeQuote: ...
@@ -142,14 +161,37 @@ class ScopeReading(Sequence["ScopeQuote"]):
 
     def __bool__(self) -> bool:
         """Whether it brings anything: a quote, or a topic being read (it may find none)."""
-        return bool(self._quotes) or self._topics is not None
+        return bool(self._quotes) or bool(self._topics)
 
     def __iter__(self) -> Iterator[ScopeQuote]:
         return iter(self._quotes)
 
+    @property
+    def searches(self) -> bool:
+        """Whether the other threads can be searched again (``search``)."""
+        return self._searcher is not None
+
+    def search(self, query: str) -> tuple[int, int]:
+        """Search the other threads for ``query`` now; (quotes added, topics being read).
+
+        Nothing without a searcher (thread scope, a reading handed in by a caller). A thread
+        whose files lock is not free now is left out (one warning): the turn holds its own
+        thread's locks and never waits on another's.
+        """
+        if self._searcher is None or not query.strip():
+            return 0, 0
+        quotes, pending = self._searcher(query)
+        with self._lock:
+            held = {q["message"]["id"] for q in self._quotes}
+            fresh = [q for q in quotes if q["message"]["id"] not in held]
+            self._quotes = [*fresh, *self._quotes]  # what the model asked for first
+            if pending is not None:
+                self._topics.append(pending)
+        return len(fresh), pending.count if pending is not None else 0
+
     def topics_done(self) -> bool:
         """Whether the topic window's readings have ended (or none was started)."""
-        return self._topics is None or self._topics.done()
+        return all(pending.done() for pending in self._topics)
 
     def topics(self) -> list[ScopeTopic]:
         """The topic window's readings that found their topic relevant, waiting for them.
@@ -157,7 +199,7 @@ class ScopeReading(Sequence["ScopeQuote"]):
         For a caller that wants them all (``TopicMemory.chat(..., scope_quotes=reading)``
         after this has them in every window); none when no model reads topics.
         """
-        return self._topics.result() if self._topics is not None else []
+        return _best_first(r for pending in list(self._topics) for r in pending.result())
 
     def ready_topics(self) -> list[ScopeTopic]:
         """The readings ended by now that found their topic relevant: what an assembly takes.
@@ -165,7 +207,17 @@ class ScopeReading(Sequence["ScopeQuote"]):
         It never waits: a reading the turn's own topic windows did not outlast stays out of
         that window (a later model call of the same turn, a tool round, takes it).
         """
-        return self._topics.ready() if self._topics is not None else []
+        return _best_first(r for pending in list(self._topics) for r in pending.ready())
+
+
+def _best_first(readings: Iterable[ScopeTopic]) -> list[ScopeTopic]:
+    """Each topic once (its best reading), the most relevant first."""
+    best: dict[tuple[str, str], ScopeTopic] = {}
+    for reading in readings:
+        key = (reading["thread_id"], reading["topic_id"])
+        if key not in best or reading["relevance"] > best[key]["relevance"]:
+            best[key] = reading
+    return sorted(best.values(), key=lambda t: -t["relevance"])
 
 
 def as_reading(quotes: Sequence[ScopeQuote]) -> ScopeReading:
