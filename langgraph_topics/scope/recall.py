@@ -3,7 +3,9 @@
 Runs before the turn takes its own thread's locks: each other thread is read under its own
 files lock (the reader's lock: a writer appending waits for it, never the other way round),
 one thread at a time and never for writing, so two threads of one user taking turns at once
-never wait on each other's locks. A thread that cannot be read (busy past the lock timeout, a
+never wait on each other's locks. A search the turn's model asks for later (``activate_topic``,
+``ThreadsSearch.now``) runs while the turn holds its own locks, so it takes another thread's
+only if it is free at that moment. A thread that cannot be read (busy past the lock timeout, a
 damaged store) is left out of the turn with one warning line; the turn goes on. Each thread
 is read as its newest checkpoint sees it (its branch's topic ranges, its unsplit messages),
 with the evidence search a turn runs on its own thread (``retrieval/history_search.py``: no
@@ -204,8 +206,9 @@ def _read_thread(
 ) -> tuple[list[ScopeQuote], list[ForeignTopic]]:
     """The best plain messages of one thread for ``query`` (none when it holds nothing yet).
 
-    With ``with_topics``, also a copy of the topics holding them (``TOPICS_PER_THREAD`` at
-    most, best quote first), taken under the same lock as the messages.
+    With ``with_topics``, also a copy of the topics worth the topic window's reading
+    (``_topics``), taken under the same lock as the messages. ``timeout``: how long the
+    thread's files lock is waited for (``ThreadBusyError`` past it).
     """
     if not memory.exists(stored_id):
         return [], []
@@ -258,6 +261,8 @@ def _topics(
             info = topic_info(stores.topic_store, topic_id, status)
             messages = list(stores.topic_store.messages(topic_id))
         except KeyError:  # a topic file removed by hand (or an index ahead of it): left out
+            continue
+        if not messages:  # divided into subtopics: its messages are theirs
             continue
         topics.append(
             ForeignTopic(

@@ -4,9 +4,11 @@ The assembly leaves ``SCOPE_SHARE`` of the room the instructions and the recent 
 free (``reserve``); after the window is assembled, ``finish`` appends one block to the system
 prompt, after the topic blocks (whose order by score is untouched, invariant 3): the best
 quotes that fit, one escaped line each in the order they were sent, each naming its date and
-thread, fenced in ``<q>…</q>``. Its cost is the system prompt's count with it minus without
-it, so the window stays within the budget (invariant 6). No quote: nothing reserved, nothing
-added, the window exactly as in thread scope.
+thread, fenced in ``<q>…</q>``; then, where a model topic window read the other threads'
+topics (``topic_reading.py``), what it wrote of each relevant one in a second fenced block,
+and the messages it named beyond the quotes. Its cost is the system prompt's count with it
+minus without it, so the window stays within the budget (invariant 6). No quote and no
+reading: nothing reserved, nothing added, the window exactly as in thread scope.
 """
 
 from __future__ import annotations
