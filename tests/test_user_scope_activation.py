@@ -139,3 +139,59 @@ def test_the_agents_activate_topic_searches_the_users_other_threads(tmp_path: Pa
         assert "Gion" not in first  # the question alone found nothing there
         line = next(line for line in after.splitlines() if "Gion" in line)
         assert "(thread “history”)" in line
+
+
+def open_searching(data_dir: Path, model: Any) -> TopicMemory:
+    """User scope with a model responder that calls ``search_memory`` (scripted)."""
+    from langgraph_topics.roles.factory import build_roles
+
+    settings = Settings(
+        data_dir=data_dir,
+        budget_tokens=900,
+        keep_recent=6,
+        language="en",
+        strong_model=None,
+        cheap_model=None,
+        role_models={},
+        memory_scope="user",
+    )
+    embedder = UseEmbedder()
+    roles = build_roles(settings, per_role={"responder": model}, embedder=embedder)
+    return TopicMemory(settings=settings, roles=roles, embedder=embedder)
+
+
+@pytest.mark.parametrize(("until", "found"), [("", True), ("2001-01-01", False)])
+def test_search_memory_searches_the_users_other_threads_in_its_period(
+    tmp_path: Path, until: str, found: bool
+) -> None:
+    from test_responder_search import SearchingModel
+
+    model = SearchingModel(args={"query": ASKED, "until": until} if until else {"query": ASKED})
+    with open_searching(tmp_path / "m", model) as memory:
+        with_history(memory)
+        ann = memory.user("ann")
+        ann.chat("new", QUESTION)
+        assert "search_memory" in model.bound_tools[0]  # offered: "new" has no topic yet
+        values = memory.state(ann.thread("new"))
+        (event,) = [e for e in values["events"] if e["kind"] == "memory_search"]
+        assert ("more in the user's other threads" in event["detail"]) is found
+        answered_with = str(model.calls[-1][0].content)
+        assert ("Gion" in answered_with) is found  # the 2024 messages, or none before 2001
+        assert memory.check(ann.thread("new")).ok
+
+
+def test_the_agents_search_memory_searches_the_users_other_threads(tmp_path: Path) -> None:
+    from test_responder_search import SearchingModel
+
+    with open_memory(tmp_path / "m") as memory:
+        with_history(memory)
+        model = SearchingModel(args={"query": ASKED})
+        agent = create_agent(model, [], middleware=[TopicMemoryMiddleware(memory)])
+        config = {"configurable": {"thread_id": "new", "user_id": "ann"}}
+        result = agent.invoke({"messages": [HumanMessage(QUESTION)]}, config)
+        (reply,) = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+        assert "Your other conversations hold" in str(reply.content)
+        first, after = (str(call[0].content) for call in model.calls[-2:])
+        assert "Gion" not in first
+        line = next(line for line in after.splitlines() if "Gion" in line)
+        assert "(thread “history”)" in line

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import HumanMessage
@@ -56,8 +57,17 @@ class SearchMemoryInput(BaseModel):
     until: str = Field(default="", description="Sent on or before (YYYY-MM-DD).")
 
 
+Elsewhere = Callable[[str, str, datetime | None, datetime | None], int]
+"""Searches what lies beyond the thread (a user's other threads) for a query between two
+times: how many messages it found there (``TopicMemoryMiddleware`` in user scope)."""
+
+
 def search_memory_tool(
-    memory: TopicMemory, *, limit: int = HITS, thread_of: Callable[[], str] = thread_id_of
+    memory: TopicMemory,
+    *,
+    limit: int = HITS,
+    thread_of: Callable[[], str] = thread_id_of,
+    elsewhere: Elsewhere | None = None,
 ) -> BaseTool:
     """The ``search_memory`` tool of ``memory``, searching the calling run's thread.
 
@@ -70,15 +80,32 @@ def search_memory_tool(
         limit: The most messages one call returns.
         thread_of: The memory's thread of the calling run (``TopicMemoryMiddleware`` passes
             its own: a user's thread in ``user`` scope); the run's ``thread_id`` by default.
+        elsewhere: Also search beyond the thread (``TopicMemoryMiddleware`` in ``user``
+            scope: the user's other threads, whose messages it adds to the model's context).
     """
 
     def run(query: str, since: str = "", until: str = "") -> str:
-        return search_memory(memory, thread_of(), query, since=since, until=until, limit=limit)
+        return search_memory(
+            memory,
+            thread_of(),
+            query,
+            since=since,
+            until=until,
+            limit=limit,
+            elsewhere=elsewhere,
+        )
 
     async def arun(query: str, since: str = "", until: str = "") -> str:
         thread_id = thread_of()  # read in the caller's context, not the worker thread's
         return await asyncio.to_thread(
-            search_memory, memory, thread_id, query, since=since, until=until, limit=limit
+            search_memory,
+            memory,
+            thread_id,
+            query,
+            since=since,
+            until=until,
+            limit=limit,
+            elsewhere=elsewhere,
         )
 
     return StructuredTool.from_function(
@@ -99,11 +126,13 @@ def search_memory(
     since: str | None = None,
     until: str | None = None,
     limit: int = HITS,
+    elsewhere: Elsewhere | None = None,
 ) -> str:
     """The answer of ``search_memory`` for ``thread_id``: dated hits, as text for a model.
 
     Never raises on what a model may send (an empty query, a bad date, an unknown thread):
-    the answer then says what was wrong, in one line.
+    the answer then says what was wrong, in one line. ``elsewhere``: as
+    ``search_memory_tool``'s; what it found is named on one more line.
     """
     query = " ".join(query.split())
     if not query:
@@ -113,13 +142,21 @@ def search_memory(
         end = date_bound("until", until or None, end_of_day=True)
     except InputError as error:
         return f"{error}; use YYYY-MM-DD."
+    beyond = elsewhere(thread_id, query, start, end) if elsewhere is not None else 0
+    note = (
+        f"\nYour other conversations hold {beyond} more matching messages: they are in your "
+        "context from your next call, dated."
+        if beyond
+        else ""
+    )
     if not memory.exists(thread_id):
-        return "Nothing is stored for this conversation yet."
+        return ("Nothing is stored for this conversation yet." + note).strip()
     current = _current_turn(memory, thread_id)
     found = memory.search(thread_id, query, limit=2 * limit + len(current), since=start, until=end)
     hits = [h for h in found if h["message_id"] not in current and not _derived(h)][:limit]
     related = memory.related_terms(thread_id, query)
-    return render_hits(query, hits, related, max_bytes=memory.settings.namespace_bytes)
+    room = memory.settings.namespace_bytes - len(note.encode("utf-8"))
+    return render_hits(query, hits, related, max_bytes=room) + note
 
 
 def render_hits(

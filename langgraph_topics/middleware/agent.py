@@ -111,6 +111,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
@@ -270,7 +271,15 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         self.tools: Sequence[BaseTool] = [
             *([] if activate_topic is False else [self._activate_topic_tool()]),
             *([self._read_namespace_tool()] if read_namespace else []),
-            *([search_memory_tool(memory, thread_of=self._tool_thread)] if search_memory else []),
+            *(
+                [
+                    search_memory_tool(
+                        memory, thread_of=self._tool_thread, elsewhere=self._search_elsewhere
+                    )
+                ]
+                if search_memory
+                else []
+            ),
         ]
         self._pending_reads: dict[str, list[str]] = {}
         """References ``read_namespace`` validated, per thread, for the next model call."""
@@ -399,7 +408,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 for t in own
                 if (_tool_name(t) == ACTIVATE_TOPIC and (_can_activate(values) or quotes.searches))
                 or (_tool_name(t) == READ_NAMESPACE and bool(_last_refs(values)))
-                or (_tool_name(t) == SEARCH_MEMORY and _can_search(values))
+                or (_tool_name(t) == SEARCH_MEMORY and (_can_search(values) or quotes.searches))
             ]
             # ... as many as take a small share of it, in ``_OWN_TOOLS`` order: under a tight
             # budget the window keeps the room and the others are offered only if they still
@@ -421,7 +430,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                     "context": update["context"],
                     "turn": values.get("turn", 0),
                     "can_activate": _can_activate(values) or quotes.searches,
-                    "can_search": _can_search(values),
+                    "can_search": _can_search(values) or quotes.searches,
                     "closes_turn": False,
                 }
                 removals = _split_away(values, messages, new)
@@ -442,7 +451,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                     "context": result["context"],
                     "turn": result.get("turn", 0),
                     "can_activate": _can_activate(result) or quotes.searches,
-                    "can_search": _can_search(result),
+                    "can_search": _can_search(result) or quotes.searches,
                     "closes_turn": True,
                 }
             self._fit(thread_id, request, window, part, reads, quotes)
@@ -700,6 +709,18 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             infer_schema=False,
         )
 
+    def _search_elsewhere(
+        self, thread_id: str, query: str, since: datetime | None, until: datetime | None
+    ) -> int:
+        """``search_memory`` in user scope: the user's other threads searched too.
+
+        What they hold joins the user turn's quotes of them (the next model call shows them);
+        how many messages that is. Nothing outside a user's run.
+        """
+        with self._reads_lock:
+            cached = self._scope_quotes.get(thread_id)
+        return cached[1].search(query, since, until)[0] if cached is not None else 0
+
     def activate(self, thread_id: str, query: str) -> str:
         """Wake the dormant topics of ``thread_id`` that match ``query``; says which.
 
@@ -827,7 +848,11 @@ def _can_activate(values: dict[str, Any]) -> bool:
 
 
 def _can_search(values: dict[str, Any]) -> bool:
-    """Whether part of the thread has left the window (``search_memory`` reaches it)."""
+    """Whether part of the thread has left the window (``search_memory`` reaches it).
+
+    In user scope the tool is offered whatever this says: it searches the user's other
+    threads too.
+    """
     return bool(values.get("topics"))
 
 

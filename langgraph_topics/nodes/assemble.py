@@ -907,16 +907,19 @@ def _search_groups(
     return groups
 
 
-def _can_search(state: TopicState, services: TopicServices, searched: int) -> bool:
+def _can_search(
+    state: TopicState, services: TopicServices, searched: int, *, elsewhere: bool = False
+) -> bool:
     """Whether the responder may call ``search_memory`` in this window.
 
     In a chat turn answered by a model (the native responder never calls a tool), once part
-    of the thread has left the window (it has topics), while a search round is left: the
+    of the thread has left the window (it has topics) or, in user scope, where the user's
+    other threads can be searched (``elsewhere``), while a search round is left: the
     activate loop's bound (``max_activation_rounds``) bounds the searches of a turn too.
     """
     return (
         state.get("turn_mode") == "chat"
-        and bool(state.get("topics"))
+        and (bool(state.get("topics")) or elsewhere)
         and searched < services.settings.max_activation_rounds
         and not isinstance(services.roles.responder, NativeResponder)
     )
@@ -990,7 +993,8 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     )
     # The user's other threads (user scope): quoted at the end of the system prompt; without
     # quotes nothing is reserved and the window is the thread scope's, unchanged.
-    scope = ScopeWindow(scope_quotes_of(runtime), language, settings.prompt_dir, counter)
+    scope_reading = scope_quotes_of(runtime)
+    scope = ScopeWindow(scope_reading, language, settings.prompt_dir, counter)
     reserved_scope = scope.reserve(
         working, keep_recent=settings.keep_recent, budget=settings.budget_tokens - reserved
     )
@@ -1022,7 +1026,7 @@ def assemble(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str, Any
     context = namespace.finish(context, settings.budget_tokens - reserved - reserved_scope, counter)
     context = scope.finish(context, settings.budget_tokens - reserved)
     context = search.finish(context, settings.budget_tokens)
-    if _can_search(state, services, len(searches)):
+    if _can_search(state, services, len(searches), elsewhere=scope_reading.searches):
         context["can_search"] = True
     update: dict[str, Any] = {"context": context}
     if request:

@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.retrieval.history_search import search_history
 from langgraph_topics.retrieval.search_request import RefusedSearch, checked_search
+from langgraph_topics.scope.run_scope import scope_quotes_of
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.records import MemorySearchHit, MemorySearchRecord, TurnEvent
 from langgraph_topics.state.schema import TopicState
@@ -74,5 +75,10 @@ def search_memory(state: TopicState, runtime: Runtime[TopicContext]) -> dict[str
         ]
         record["hits"] = hits
         detail = f"search_memory {checked.query[:80]!r}: {len(hits)} messages found"
+        # User scope: the user's other threads too; what they hold joins the turn's quotes of
+        # them, which the next window shows after its instructions (``scope/window.py``).
+        elsewhere, _ = scope_quotes_of(runtime).search(checked.query, checked.since, checked.until)
+        if elsewhere:
+            detail += f", {elsewhere} more in the user's other threads"
     event: TurnEvent = {"kind": "memory_search", "detail": detail}
     return {"memory_search": None, "memory_searches": [*searches, record], "events": [event]}

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
 from langgraph_topics.errors import first_line
@@ -155,11 +156,17 @@ class ThreadsSearch:
     recent: Sequence[str] | None = None
 
     def __call__(
-        self, query: str, timeout: float | None = None
+        self,
+        query: str,
+        timeout: float | None = None,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> tuple[list[ScopeQuote], PendingTopics | None]:
         """The best quotes for ``query``, best first, and their topics' readings (started).
 
         ``timeout``: how long each thread's files lock is waited for (None: the lock timeout).
+        ``since``/``until``: only messages sent in that period (``search_memory``'s bounds).
         """
         memory = self.memory
         if self.recent is None:
@@ -176,6 +183,8 @@ class ThreadsSearch:
                     query,
                     with_topics=with_topics,
                     timeout=timeout,
+                    since=since,
+                    until=until,
                 )
             except Exception as error:  # invariant 4: one thread unread, never the turn lost
                 log.warning(
@@ -187,13 +196,15 @@ class ThreadsSearch:
         found.sort(key=lambda q: -q["similarity"])
         return found[:QUOTES], start_reading(memory.services, candidates, query)
 
-    def now(self, query: str) -> tuple[list[ScopeQuote], PendingTopics | None]:
+    def now(
+        self, query: str, since: datetime | None = None, until: datetime | None = None
+    ) -> tuple[list[ScopeQuote], PendingTopics | None]:
         """``__call__`` taking only the locks that are free now (a search inside a turn).
 
         A turn holds its own thread's locks; another thread's turn may hold its own and be
         searching this one: neither waits for the other.
         """
-        return self(query, timeout=0)
+        return self(query, timeout=0, since=since, until=until)
 
 
 def _read_thread(
@@ -203,6 +214,8 @@ def _read_thread(
     *,
     with_topics: bool,
     timeout: float | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> tuple[list[ScopeQuote], list[ForeignTopic]]:
     """The best plain messages of one thread for ``query`` (none when it holds nothing yet).
 
@@ -217,7 +230,14 @@ def _read_thread(
         stores = memory.services.branch_stores(stored_id, values)
         working = stored_view(values.get("messages", []))
         hits = search_history(
-            memory.services, stores, working, values.get("topics") or {}, query, limit=PER_THREAD
+            memory.services,
+            stores,
+            working,
+            values.get("topics") or {},
+            query,
+            limit=PER_THREAD,
+            since=since,
+            until=until,
         )
         held = {m["id"]: m for m in working}
         wanted = [h["message_id"] for h in hits if h["message_id"] not in held]

@@ -124,8 +124,11 @@ class PendingTopics:
         return self.ready()
 
 
-Searcher = Callable[[str], tuple[list["ScopeQuote"], PendingTopics | None]]
-"""Searches the user's other threads for a query, now (``recall.ThreadsSearch.now``)."""
+Searcher = Callable[
+    [str, datetime | None, datetime | None], tuple[list["ScopeQuote"], PendingTopics | None]
+]
+"""Searches the user's other threads for a query, sent between two times (either None: no
+bound), now (``recall.ThreadsSearch.now``)."""
 
 
 class ScopeReading(Sequence["ScopeQuote"]):
@@ -171,16 +174,19 @@ class ScopeReading(Sequence["ScopeQuote"]):
         """Whether the other threads can be searched again (``search``)."""
         return self._searcher is not None
 
-    def search(self, query: str) -> tuple[int, int]:
+    def search(
+        self, query: str, since: datetime | None = None, until: datetime | None = None
+    ) -> tuple[int, int]:
         """Search the other threads for ``query`` now; (quotes added, topics being read).
 
-        Nothing without a searcher (thread scope, a reading handed in by a caller). A thread
-        whose files lock is not free now is left out (one warning): the turn holds its own
-        thread's locks and never waits on another's.
+        ``since``/``until``: only messages sent in that period. Nothing without a searcher
+        (thread scope, a reading handed in by a caller). A thread whose files lock is not free
+        now is left out (one warning): the turn holds its own thread's locks and never waits
+        on another's.
         """
         if self._searcher is None or not query.strip():
             return 0, 0
-        quotes, pending = self._searcher(query)
+        quotes, pending = self._searcher(query, since, until)
         with self._lock:
             held = {q["message"]["id"] for q in self._quotes}
             fresh = [q for q in quotes if q["message"]["id"] not in held]
