@@ -195,3 +195,22 @@ def test_the_agents_search_memory_searches_the_users_other_threads(tmp_path: Pat
         assert "Gion" not in first
         line = next(line for line in after.splitlines() if "Gion" in line)
         assert "(thread “history”)" in line
+
+
+def test_a_search_that_fails_degrades_the_request_not_the_turn(
+    memory: TopicMemory, responder: ActivatingResponder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Invariant 4: the other threads unsearchable (say, the registry unreadable)."""
+    from langgraph_topics.scope.topic_reading import ScopeReading
+
+    def broken(query: str, since: Any, until: Any) -> Any:
+        raise OSError("users/ann/threads.jsonl: Input/output error")
+
+    stored = memory.user("ann").thread("new")
+    with caplog.at_level(logging.WARNING):
+        answer = memory.chat(
+            stored, QUESTION, user_id="ann", scope_quotes=ScopeReading([], searcher=broken)
+        )
+    assert answer == "answered" and responder.calls[0] and not responder.calls[-1]
+    assert any("the other threads not searched: OSError" in r.getMessage() for r in caplog.records)
+    assert memory.check(stored).ok

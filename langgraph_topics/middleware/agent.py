@@ -154,10 +154,9 @@ from langgraph_topics.namespace.tool import READ_NAMESPACE, READ_NAMESPACE_TOOL
 from langgraph_topics.nodes.activate import activate
 from langgraph_topics.nodes.bookkeeping import bookkeeping
 from langgraph_topics.roles.llm.responder import ACTIVATE_TOPIC_TOOL
-from langgraph_topics.scope.recall import ScopeQuote
 from langgraph_topics.scope.run_scope import agent_thread
 from langgraph_topics.scope.threads import local_thread_id
-from langgraph_topics.scope.topic_reading import ScopeReading, as_reading
+from langgraph_topics.scope.topic_reading import ScopeReading
 from langgraph_topics.services import TopicContext, TopicServices
 from langgraph_topics.settings import MIN_BUDGET_TOKENS
 from langgraph_topics.state.messages import text_of
@@ -406,9 +405,9 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             maybe = [
                 t
                 for t in own
-                if (_tool_name(t) == ACTIVATE_TOPIC and (_can_activate(values) or quotes.searches))
+                if (_tool_name(t) == ACTIVATE_TOPIC and _can_activate(values, quotes))
                 or (_tool_name(t) == READ_NAMESPACE and bool(_last_refs(values)))
-                or (_tool_name(t) == SEARCH_MEMORY and (_can_search(values) or quotes.searches))
+                or (_tool_name(t) == SEARCH_MEMORY and _can_search(values, quotes))
             ]
             # ... as many as take a small share of it, in ``_OWN_TOOLS`` order: under a tight
             # budget the window keeps the room and the others are offered only if they still
@@ -429,8 +428,8 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 window: ModelCallWindow = {
                     "context": update["context"],
                     "turn": values.get("turn", 0),
-                    "can_activate": _can_activate(values) or quotes.searches,
-                    "can_search": _can_search(values) or quotes.searches,
+                    "can_activate": _can_activate(values, quotes),
+                    "can_search": _can_search(values, quotes),
                     "closes_turn": False,
                 }
                 removals = _split_away(values, messages, new)
@@ -450,8 +449,8 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
                 window = {
                     "context": result["context"],
                     "turn": result.get("turn", 0),
-                    "can_activate": _can_activate(result) or quotes.searches,
-                    "can_search": _can_search(result) or quotes.searches,
+                    "can_activate": _can_activate(result, quotes),
+                    "can_search": _can_search(result, quotes),
                     "closes_turn": True,
                 }
             self._fit(thread_id, request, window, part, reads, quotes)
@@ -517,7 +516,7 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         window: ModelCallWindow,
         part: int,
         reads: list[str],
-        quotes: Sequence[ScopeQuote] = (),
+        quotes: ScopeReading | None = None,
     ) -> None:
         """Assemble ``window`` again, smaller, while the whole request passes the budget.
 
@@ -676,19 +675,15 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         self,
         thread_id: str,
         services: TopicServices | None = None,
-        quotes: Sequence[ScopeQuote] = (),
+        quotes: ScopeReading | None = None,
     ) -> Runtime[TopicContext]:
         """A runtime for the memory's node functions, naming the memory's thread.
 
-        ``quotes``: the user turn's quotes of the user's other threads (user scope), which the
-        assembly puts in the window as the graph's does.
+        ``quotes``: what the user turn read of the user's other threads (user scope), which
+        the assembly puts in the window as the graph's does.
         """
         info = ExecutionInfo(checkpoint_id="", checkpoint_ns="", task_id="", thread_id=thread_id)
-        services = services or self.memory.services
-        if quotes or (isinstance(quotes, ScopeReading) and quotes.searches):
-            context = TopicContext(services=services, scope_quotes=as_reading(quotes))
-        else:
-            context = TopicContext(services=services)
+        context = TopicContext(services=services or self.memory.services, scope_quotes=quotes)
         return Runtime(context=context, execution_info=info)
 
     # -- activate_topic ----------------------------------------------------------------------
@@ -709,17 +704,24 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
             infer_schema=False,
         )
 
+    def _turn_reading(self, thread_id: str) -> ScopeReading:
+        """What the user turn under way read of the user's other threads.
+
+        The reading the turn's tools search again (nothing outside a user's run).
+        """
+        with self._reads_lock:
+            cached = self._scope_quotes.get(thread_id)
+        return cached[1] if cached is not None else ScopeReading([])
+
     def _search_elsewhere(
         self, thread_id: str, query: str, since: datetime | None, until: datetime | None
     ) -> int:
         """``search_memory`` in user scope: the user's other threads searched too.
 
         What they hold joins the user turn's quotes of them (the next model call shows them);
-        how many messages that is. Nothing outside a user's run.
+        how many messages that is.
         """
-        with self._reads_lock:
-            cached = self._scope_quotes.get(thread_id)
-        return cached[1].search(query, since, until)[0] if cached is not None else 0
+        return self._turn_reading(thread_id).search(query, since, until)[0]
 
     def activate(self, thread_id: str, query: str) -> str:
         """Wake the dormant topics of ``thread_id`` that match ``query``; says which.
@@ -728,11 +730,8 @@ class TopicMemoryMiddleware(AgentMiddleware[TopicAgentState, Any, Any]):
         are read by the next turn (the agent's next model call). In user scope the user's other
         threads are searched too: what they hold joins the turn's quotes of them.
         """
-        with self._reads_lock:
-            cached = self._scope_quotes.get(thread_id)
-        reading = cached[1] if cached is not None else None
-        messages, topics_read = (
-            reading.search(query.strip() or "earlier conversation") if reading else (0, 0)
+        messages, topics_read = self._turn_reading(thread_id).search(
+            query.strip() or "earlier conversation"
         )
         elsewhere = (
             f" Your other conversations hold {messages} matching messages"
@@ -838,22 +837,21 @@ def _system_text(message: SystemMessage | None) -> str | None:
     return text_of(message) if message is not None else None
 
 
-def _can_activate(values: dict[str, Any]) -> bool:
-    """Whether the thread has dormant topics that ``activate_topic`` could wake.
+def _can_activate(values: dict[str, Any], quotes: ScopeReading) -> bool:
+    """Whether ``activate_topic`` has something to look at.
 
-    In user scope the tool is offered whatever this says: it searches the user's other
-    threads too (``ScopeReading.searches``).
+    Dormant topics, or (user scope) the user's other threads (``ScopeReading.searches``).
     """
-    return any(t["status"] == "dormant" for t in (values.get("topics") or {}).values())
+    dormant = any(t["status"] == "dormant" for t in (values.get("topics") or {}).values())
+    return dormant or quotes.searches
 
 
-def _can_search(values: dict[str, Any]) -> bool:
-    """Whether part of the thread has left the window (``search_memory`` reaches it).
+def _can_search(values: dict[str, Any], quotes: ScopeReading) -> bool:
+    """Whether ``search_memory`` reaches something the window lacks.
 
-    In user scope the tool is offered whatever this says: it searches the user's other
-    threads too.
+    Part of the thread (it has topics), or (user scope) the user's other threads.
     """
-    return bool(values.get("topics"))
+    return bool(values.get("topics")) or quotes.searches
 
 
 def _split_away(

@@ -15,13 +15,14 @@ from langgraph.runtime import Runtime
 from langgraph_topics.activation.governor import memo_of, native_window
 from langgraph_topics.errors import log_degraded
 from langgraph_topics.namespace.topic_views import TopicViews
-from langgraph_topics.namespace.unsplit_shown import shown_unsplit
+from langgraph_topics.namespace.unsplit_shown import ShownUnsplit, shown_unsplit
 from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.protocols import TopicVerdict, TopicWindow
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.runtime_protocols import has_views, uses_evidence
 from langgraph_topics.services import TopicContext, TopicServices, branch_ranges, services_of
+from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import StoredMessage, TopicResult, TurnEvent, WindowDecision
 from langgraph_topics.state.schema import TopicWindowInput, TopicWindowTask
 from langgraph_topics.stores.message_views import MessagesView
@@ -42,6 +43,25 @@ _TOPIC_VIEWS = TopicViews()
 
 _NATIVE_CARDS = NativeCards()
 """Shared by every memory of the process: a card is reused only for the same topic list."""
+
+
+def topic_as_shown(
+    messages: Sequence[StoredMessage], unsplit: ShownUnsplit, settings: Settings
+) -> list[StoredMessage]:
+    """A topic's messages as a topic window reads them: large tool results as previews."""
+    return windowed_messages(
+        messages,
+        unsplit.policy,
+        unsplit.language,
+        settings.prompt_dir,
+        preview_chars=settings.namespace_preview_chars,
+    )
+
+
+def bounded_summary(summary: str, settings: Settings) -> str:
+    """A window's summary cut at twice the soft limit (§16.1), to protect the budget."""
+    limit = settings.summary_soft_limit_chars * SUMMARY_HARD_LIMIT_FACTOR
+    return summary[:limit] + "…" if len(summary) > limit else summary
 
 
 def clamp_score(value: object) -> float:
@@ -123,13 +143,7 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     language, policy = shared.language, shared.policy
 
     def shown(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
-        return windowed_messages(
-            messages,
-            policy,
-            language,
-            settings.prompt_dir,
-            preview_chars=settings.namespace_preview_chars,
-        )
+        return topic_as_shown(messages, shared, settings)
 
     view_key = (
         task["thread_id"],
@@ -192,9 +206,7 @@ def topic_window(state: TopicWindowInput, *, runtime: Runtime[TopicContext]) -> 
     summary = verdict["summary"]
     if score < settings.reference_threshold:
         references, summary = [], ""
-    limit = settings.summary_soft_limit_chars * SUMMARY_HARD_LIMIT_FACTOR
-    if len(summary) > limit:
-        summary = summary[:limit] + "…"
+    summary = bounded_summary(summary, settings)
     card: SummaryCard | None = None
     card_refused: str | None = None
     if summary:

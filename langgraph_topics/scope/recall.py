@@ -245,7 +245,8 @@ def _read_thread(
         quotes = _quotes(memory, stored_id, query, hits, messages)
         if not with_topics:
             return quotes, []
-        topics = _topics(stores, values.get("topics") or {}, stored_id, query, quotes)
+        holders = {h["message_id"]: h["topic_id"] for h in hits if h["topic_id"] is not None}
+        topics = _topics(stores, values.get("topics") or {}, stored_id, query, quotes, holders)
     return quotes, topics
 
 
@@ -255,17 +256,18 @@ def _topics(
     stored_id: str,
     query: str,
     quotes: Sequence[ScopeQuote],
+    holders: Mapping[str, str],
 ) -> list[ForeignTopic]:
     """The thread's topics worth the topic window's reading, best first, copied.
 
     The topics holding its quotes, and the topic its index finds by brief (the index window's
     search, no model call) when close enough to the question, even where no message of it
     was: ``TOPICS_PER_THREAD`` at most, ranked by their best quote's cosine or their brief's.
+    ``holders``: the topic of each message the search found split (its hits say).
     """
-    located = stores.topic_store.locate_many([q["message"]["id"] for q in quotes])
     quoted: dict[str, dict[str, float]] = {}
     for quote in quotes:
-        topic_id = located.get(quote["message"]["id"])
+        topic_id = holders.get(quote["message"]["id"])
         if topic_id is not None:
             quoted.setdefault(topic_id, {})[quote["message"]["id"]] = quote["similarity"]
     closeness = {topic_id: max(found.values()) for topic_id, found in quoted.items()}

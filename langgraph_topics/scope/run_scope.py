@@ -24,7 +24,7 @@ from langgraph_topics.scope.threads import (
     local_thread_id,
     scoped_thread_id,
 )
-from langgraph_topics.scope.topic_reading import ScopeReading
+from langgraph_topics.scope.topic_reading import NO_READING, ScopeReading
 from langgraph_topics.services import run_thread_id, services_of
 from langgraph_topics.thread_ids import scoped_parts
 
@@ -233,4 +233,4 @@ def scope_quotes_of(runtime: Runtime[Any] | None) -> ScopeReading:
     quotes = getattr(context, "scope_quotes", None)
     if isinstance(quotes, ScopeReading):
         return quotes
-    return ScopeReading(quotes if isinstance(quotes, list) else [])
+    return ScopeReading(quotes) if isinstance(quotes, list) and quotes else NO_READING

@@ -13,14 +13,15 @@ topics' messages are copied while their thread's files lock is held; the model c
 after, in parallel with each other and with the turn's own graph (they start before it), under
 the turn's deadline. The assembly takes the readings that have ended and waits for none
 (``ScopeReading.ready_topics``), so the turn is never slower for them: a turn whose own
-windows take a cheap model's time gets them, one with no window of its own may not. A reading that
-fails leaves its topic out of the turn with one warning; the quotes stay.
+windows take a cheap model's time gets them, one with no window of its own may not. A
+reading that fails leaves its topic out of the turn with one warning; the quotes stay.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -30,11 +31,11 @@ from typing import TYPE_CHECKING, TypedDict, overload
 
 from langgraph_topics.errors import first_line
 from langgraph_topics.namespace.unsplit_shown import shown_unsplit
-from langgraph_topics.namespace.window import windowed_messages
 from langgraph_topics.nodes.topic_window import (  # the turn's own windows' rules
-    SUMMARY_HARD_LIMIT_FACTOR,
+    bounded_summary,
     clamp_score,
     reference_relevance,
+    topic_as_shown,
 )
 from langgraph_topics.roles.llm.deadline import settings_deadline
 from langgraph_topics.runtime_protocols import uses_evidence
@@ -112,13 +113,14 @@ class PendingTopics:
     def result(self) -> list[ScopeTopic]:
         """Every reading's outcome, waiting for those still running.
 
-        A reading still running after the turn's deadline (or a request's time,
-        ``model_timeout_seconds``, without one) is left out.
+        All of them get the turn's deadline (or a request's time, ``model_timeout_seconds``,
+        without one) together; a reading still running then is left out.
         """
         wait = self._settings.turn_deadline_seconds or self._settings.model_timeout_seconds
+        ends_at = time.monotonic() + wait
         for part in self._parts:
             try:
-                part.result(timeout=wait)
+                part.result(timeout=max(0.0, ends_at - time.monotonic()))
             except FutureTimeout:
                 log.warning("user scope: a topic of another thread was not read in time")
         return self.ready()
@@ -182,11 +184,16 @@ class ScopeReading(Sequence["ScopeQuote"]):
         ``since``/``until``: only messages sent in that period. Nothing without a searcher
         (thread scope, a reading handed in by a caller). A thread whose files lock is not free
         now is left out (one warning): the turn holds its own thread's locks and never waits
-        on another's.
+        on another's. A search that fails (the user's registry unreadable) finds nothing, with
+        one warning: the model's request degrades, never the turn (invariant 4).
         """
         if self._searcher is None or not query.strip():
             return 0, 0
-        quotes, pending = self._searcher(query, since, until)
+        try:
+            quotes, pending = self._searcher(query, since, until)
+        except Exception as error:
+            log.warning("user scope: the other threads not searched: %s", first_line(error))
+            return 0, 0
         with self._lock:
             held = {q["message"]["id"] for q in self._quotes}
             fresh = [q for q in quotes if q["message"]["id"] not in held]
@@ -214,6 +221,11 @@ class ScopeReading(Sequence["ScopeQuote"]):
         that window (a later model call of the same turn, a tool round, takes it).
         """
         return _best_first(r for pending in list(self._topics) for r in pending.ready())
+
+
+NO_READING = ScopeReading([])
+"""A run reading no other thread (thread scope): shared, as nothing ever changes it (only a
+reading with a searcher takes more quotes)."""
 
 
 def _best_first(readings: Iterable[ScopeTopic]) -> list[ScopeTopic]:
@@ -264,15 +276,8 @@ def _read_topic(
     window: TopicWindow, settings: Settings, topic: ForeignTopic, question: StoredMessage
 ) -> ScopeTopic | None:
     """One topic read against the question (None: not relevant, or the reading failed)."""
-    # Shown as the thread's own windows show a topic: large tool results as previews.
     view = shown_unsplit([question], settings)
-    shown = windowed_messages(
-        topic.messages,
-        view.policy,
-        view.language,
-        settings.prompt_dir,
-        preview_chars=settings.namespace_preview_chars,
-    )
+    shown = topic_as_shown(topic.messages, view, settings)
     try:
         with settings_deadline(settings, "chat"):
             verdict = window.evaluate(topic.info, shown, list(view.shown))
@@ -289,10 +294,7 @@ def _read_topic(
         return None
     relevance = reference_relevance(verdict, score)
     held = {m["id"]: m for m in topic.messages}
-    summary = verdict["summary"]
-    limit = settings.summary_soft_limit_chars * SUMMARY_HARD_LIMIT_FACTOR
-    if len(summary) > limit:
-        summary = summary[:limit] + "…"
+    summary = bounded_summary(verdict["summary"], settings)
     quotes: list[ScopeQuote] = [
         {
             "thread_id": topic.thread_id,

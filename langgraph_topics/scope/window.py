@@ -100,12 +100,13 @@ class ScopeWindow(BlockAfterAssembly):
                 {"thread_id": q["thread_id"], "message_id": q["message"]["id"]}
                 for q in _in_order(quotes)
             ]
-        read_in = [*((t["thread_id"], t["topic_id"]) for t in summaries)]
-        read_in += [(q["thread_id"], q["topic_id"]) for q in quotes if "topic_id" in q]
+        # The topics a reading of which got in: by its summary, or by a message it named.
+        read_in = dict.fromkeys(
+            [(t["thread_id"], t["topic_id"]) for t in summaries]
+            + [(q["thread_id"], q["topic_id"]) for q in quotes if "topic_id" in q]
+        )
         if read_in:
-            finished["scope_topics"] = [
-                {"thread_id": thread, "topic_id": topic} for thread, topic in dict.fromkeys(read_in)
-            ]
+            finished["scope_topics"] = [{"thread_id": t, "topic_id": i} for t, i in read_in]
         return finished
 
 
