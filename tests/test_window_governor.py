@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any, ClassVar, cast
 
 import pytest
 from conftest import MemoryFactory
@@ -13,14 +14,17 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from langgraph_topics import TopicMemory
 from langgraph_topics.activation import governor
+from langgraph_topics.activation.fan_out_plan import over_max_active
 from langgraph_topics.activation.governor import TopicCandidate, TopicEvidence, plan_windows
 from langgraph_topics.activation.grey import decide_dormancy, over_the_cap
 from langgraph_topics.nodes.topic_window import with_native_evidence
+from langgraph_topics.retrieval.evidence import UNSPLIT_GROUP, Evidence
 from langgraph_topics.roles.llm.topic_window import parse_verdict
 from langgraph_topics.roles.protocols import Roles
-from langgraph_topics.services import thread_directory_name
+from langgraph_topics.services import TopicServices, thread_directory_name
 from langgraph_topics.settings import DEFAULT_WINDOW_INPUT_TOKENS, Settings
 from langgraph_topics.state.records import TopicRecord
+from langgraph_topics.state.schema import TopicState
 from langgraph_topics.tuning.log import read_tuning_log, tuning_log_path
 
 ORDER = ["sourdough", "stocks", "kyoto", "fitness", "stocks", "kyoto"]
@@ -511,3 +515,57 @@ def test_a_model_reading_is_completed_with_the_native_one() -> None:
         {**model, "relevance_score": 0.1}, {**native, "relevance_score": 0.2}, 0.3
     )
     assert quiet["referenced_message_ids"] == [] and quiet["summary"] == ""
+
+
+# --- the active cap and the question's best evidence --------------------------------------------
+
+
+class _BestEvidence:
+    """The turn's evidence as the cap reads it: its best positions and each one's topic."""
+
+    def __init__(self, ranked_topics: list[str]) -> None:
+        self.ranked_topics = ranked_topics
+
+    def top(self, k: int) -> list[int]:
+        return list(range(min(k, len(self.ranked_topics))))
+
+    def group_of(self, position: int) -> str:
+        return self.ranked_topics[position]
+
+
+def _active(topic_id: str, last_active_at: str) -> TopicRecord:
+    return cast(
+        TopicRecord,
+        {"id": topic_id, "status": "active", "scores": [], "last_active_at": last_active_at},
+    )
+
+
+def test_past_the_cap_the_topic_holding_the_best_evidence_is_still_read() -> None:
+    """A topic holding the question's best message is read even when it ranks last.
+
+    Seed 000 §4.7 caps the reads at ``max_active``; the topics past the cap used to be the
+    ones ranking last on their past scores and recency, whatever they held: a finer split
+    left the question's best evidence unread in an active topic.
+    """
+    settings = Settings(min_active=1, default_active=2, max_active=3)
+    services = cast(TopicServices, SimpleNamespace(settings=settings))
+    topics = {
+        t: _active(t, f"2023-05-0{day}T10:00:00")
+        for day, t in enumerate(["old", "older", "recent", "newest"], start=1)
+    }
+    state = cast(TopicState, {"topics": topics, "events": []})
+
+    assert set(over_max_active(state, services)) == {"old"}
+    evidence = _BestEvidence([UNSPLIT_GROUP, "old", "old"])
+    skipped = over_max_active(state, services, lambda: cast(Evidence, evidence))
+    assert set(skipped) == {"older"}
+    assert skipped["older"]["reason"] == "max_active"
+    # Within the cap nothing is asked of the evidence.
+    assert (
+        over_max_active(
+            cast(TopicState, {"topics": dict(list(topics.items())[:3]), "events": []}),
+            services,
+            lambda: pytest.fail("the evidence was computed under the cap"),
+        )
+        == {}
+    )

@@ -24,6 +24,15 @@ def sleeping_with_evidence(
     evidence: Evidence, topics: Mapping[str, TopicRecord], best: int = BEST_MESSAGES
 ) -> list[str]:
     """Dormant topics holding one of the thread's ``best`` split messages, best first."""
+    return [
+        topic_id
+        for topic_id in holding_best(evidence, best)
+        if topic_id in topics and topics[topic_id]["status"] == "dormant"
+    ]
+
+
+def holding_best(evidence: Evidence, best: int = BEST_MESSAGES) -> list[str]:
+    """The topics holding one of the thread's ``best`` split messages, best first."""
     found: list[str] = []
     seen = 0
     # Four times as many positions: unsplit messages among the best belong to no topic.
@@ -32,8 +41,7 @@ def sleeping_with_evidence(
         if topic_id == UNSPLIT_GROUP:
             continue
         seen += 1
-        record = topics.get(topic_id)
-        if record is not None and record["status"] == "dormant" and topic_id not in found:
+        if topic_id not in found:
             found.append(topic_id)
         if seen >= best:
             break

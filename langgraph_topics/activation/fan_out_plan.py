@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
+from langgraph_topics.activation.evidence_wake import holding_best
 from langgraph_topics.activation.governor import (
     PROMPT_TOKENS,
     TopicCandidate,
@@ -19,6 +20,7 @@ from langgraph_topics.activation.governor import (
     topic_evidence,
 )
 from langgraph_topics.activation.grey import rank_active
+from langgraph_topics.retrieval.evidence import Evidence
 from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.roles.topic_info import topic_info
 from langgraph_topics.runtime_protocols import has_views
@@ -49,18 +51,26 @@ def skipped_this_turn(state: TopicState) -> set[str]:
     }
 
 
-def over_max_active(state: TopicState, services: TopicServices) -> dict[str, WindowDecision]:
+def over_max_active(
+    state: TopicState, services: TopicServices, evidence: Callable[[], Evidence] | None = None
+) -> dict[str, WindowDecision]:
     """Active topics past ``max_active`` by rank: never read, whatever the back end.
 
     Seed 000 §4.7's 3–20 holds at every moment: a registry that holds more (a checkpoint
     written before the cap, a split that touched many topics) reads its best ``max_active``
-    only, and the turn's bookkeeping puts the rest to sleep.
+    only, and the turn's bookkeeping puts the rest to sleep. A topic woken this turn ranks
+    first, and so does one holding the question's best messages (``evidence``, asked only when
+    the cap is passed): the sleeping topic that holds them wakes for that (``evidence_wake``),
+    and an active one must not be left unread for ranking last on its past scores.
     """
     settings = services.settings
     active = [t for t in (state.get("topics") or {}).values() if t["status"] == "active"]
     if len(active) <= settings.max_active:
         return {}
-    ranked = rank_active(active, settings, protected=woken_this_turn(state))
+    protected = woken_this_turn(state)
+    if evidence is not None:
+        protected |= set(holding_best(evidence()))
+    ranked = rank_active(active, settings, protected=protected)
     return {
         t["id"]: {
             "decision": "skip",

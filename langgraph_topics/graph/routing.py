@@ -8,6 +8,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from langgraph_topics.activation.fan_out_plan import govern, over_max_active, skipped_this_turn
+from langgraph_topics.retrieval.turn_evidence import turn_evidence
 from langgraph_topics.services import TopicContext, services_of, thread_id_of
 from langgraph_topics.state.schema import TopicState, TopicWindowInput, TopicWindowTask
 from langgraph_topics.state.turn_records import turn_records
@@ -71,7 +72,14 @@ def fan_out(state: TopicState, runtime: Runtime[TopicContext]) -> Literal["assem
     families = prior_families(state.get("topics") or {})
     # Seed 000 §4.7: never more than max_active read, whatever the registry holds; then the
     # governor decides the model calls (none for the native back end).
-    decisions = over_max_active(state, services)
+    # The question's evidence only when the cap is passed: the same memo the governor reads.
+    decisions = over_max_active(
+        state,
+        services,
+        lambda: turn_evidence(
+            services, services.branch_stores(thread_id, state), unsplit, families
+        ),
+    )
     reading = [t for t in pending if t not in decisions]
     decisions |= govern(state, services, thread_id, reading, unsplit, families)
     tasks = [
