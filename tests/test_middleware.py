@@ -40,7 +40,7 @@ SUBJECTS = {
     ],
     "kyoto": [
         "temple", "ryokan", "shrine", "train", "gion",
-        "april", "osaka", "nara", "kimono", "matcha",
+        "bamboo", "osaka", "nara", "kimono", "matcha",
     ],
     "running": [
         "marathon", "pace", "shoes", "intervals", "tempo",
@@ -59,6 +59,8 @@ SUBJECTS = {
         "income", "pension", "audit", "bracket", "allowance",
     ],
 }  # fmt: skip
+"""Ten words a subject (no month names: one makes a question a date query, which wakes topics
+of its own)."""
 ORDER = list(SUBJECTS)
 TRIGGERS = {"look up": "lookup", "convert": "convert", "recall it": ACTIVATE_TOPIC}
 

@@ -5,8 +5,10 @@ A switch of subject starts another topic, and small talk stays with the subject 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import MemoryFactory
 
@@ -98,3 +100,43 @@ def test_a_switch_inside_a_split_starts_another_topic_and_a_goodbye_stays(
     assert target_of["s1"] == target_of["s4"] == target_of["g1"] == target_of["g2"]
     assert target_of["c1"] == target_of["c4"] != target_of["s1"]
     assert len(plan["new_topics"]) == 2
+
+
+class WrittenVectors:
+    """An embedder whose vectors are written out, one per text (shape ``(16,)``)."""
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors = vectors
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [(self.vectors[t] / np.linalg.norm(self.vectors[t])).tolist() for t in texts]
+
+
+def chat_unit(direction: int, weight: float) -> np.ndarray:
+    """A unit sharing one chatty direction with every other, and a subject of its own."""
+    vector = np.zeros(16)
+    vector[0] = 1.0
+    vector[direction] = weight
+    return vector
+
+
+def test_a_large_topic_of_the_split_does_not_draw_in_every_unit_like_its_own() -> None:
+    # Eight units of one subject, each close to the others (cosine 0.4), then an unrelated
+    # exchange, then a unit that shares only the chatty direction with them (cosine 0.32 to
+    # each). Their sum leans on what they share, so it matched that unit (cosine 0.46) as
+    # it would match any chat unit: a topic of the split is compared by its closest members.
+    words = "garden tomato compost trellis seedling mulch pruning harvest".split()
+    subject = [f"The {word} needs attention" for word in words]
+    aside, stranger = "Invoices are due on Friday", "My violin teacher moved away"
+    vectors = {text: chat_unit(1 + i, 1.5**0.5) for i, text in enumerate(subject)}
+    vectors[aside] = np.eye(16)[15]
+    vectors[stranger] = chat_unit(12, 3**0.5)
+    messages: list[StoredMessage] = []
+    for n, text in enumerate([*subject, aside, stranger]):
+        messages += [msg(f"q{n}", "user", text), msg(f"a{n}", "assistant", text)]
+    plan = NativeSplitter(WrittenVectors(vectors)).split(group_units(messages), [])
+    target_of = {i: a["new_key"] for a in plan["assignments"] for i in a["message_ids"]}
+    assert len({target_of[f"q{n}"] for n in range(len(subject))}) == 1
+    garden, aside_key, stranger_key = target_of["q0"], target_of["q8"], target_of["q9"]
+    assert stranger_key not in (garden, aside_key)
+    assert len(plan["new_topics"]) == 3

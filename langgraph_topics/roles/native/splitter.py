@@ -7,8 +7,9 @@ Units are read in order, and two signals decide each one's place.
   its cap). In its ``continuous`` band the unit stays in the run; in its ``drift`` band it stays
   unless another topic claims it; in its ``switch`` band the embeddings decide alone.
 - The embeddings: a unit close to the current run (``continuity``) stays with it. Otherwise it
-  goes to the most similar topic (existing, or created earlier in this plan) when that is
-  similar enough (``match``); failing that it still stays in the run when loosely related
+  goes to the most similar topic (existing, by its name and brief, or created earlier in this
+  plan, by the mean of its three units closest to this one) when that is similar enough
+  (``match``); failing that it still stays in the run when loosely related
   (``drift``), and only opens a new topic under that. The run is compared with both its
   centroid and its last unit, so a gradual drift (war → its effect on stocks → stock
   fundamentals) stays one topic instead of being cut at every step.
@@ -56,8 +57,39 @@ from langgraph_topics.roles.protocols import NewTopic, SplitAssignment, SplitPla
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
 
+_CLOSEST_MEMBERS = 3
+"""A plan's topic matches a unit as its closest members do: a sum of many units matches anything."""
+
 _SMALL_TALK_CHARS = 20
 """A unit this short with at most one keyword is small talk, never the start of a topic."""
+
+
+class _Members:
+    """Unit vectors of a plan's topic, compared with a unit as its closest few."""
+
+    def __init__(self) -> None:
+        self._rows: Matrix | None = None
+        self._count = 0
+
+    def add(self, vector: Vector) -> None:
+        norm = float(np.linalg.norm(vector))
+        row = vector / norm if norm else vector
+        if self._rows is None:
+            self._rows = np.empty((4, vector.shape[0]), dtype=vector.dtype)
+        elif self._count == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        self._rows[self._count] = row
+        self._count += 1
+
+    def closest(self, vector: Vector) -> float:
+        """Mean cosine of the ``_CLOSEST_MEMBERS`` members closest to ``vector`` (0 with none)."""
+        norm = float(np.linalg.norm(vector))
+        if self._rows is None or not norm:
+            return 0.0
+        cosines = self._rows[: self._count] @ (vector / norm)
+        if self._count > _CLOSEST_MEMBERS:
+            cosines = np.partition(cosines, -_CLOSEST_MEMBERS)[-_CLOSEST_MEMBERS:]
+        return float(np.mean(cosines))
 
 
 @dataclass
@@ -69,19 +101,18 @@ class _Target:
     anchor: Vector | None
     """Embedding of an existing topic's name and brief."""
     keywords: set[str]
-    vector_sum: Vector | None = None
-    """Sum of the vectors of the units this plan gave the topic."""
+    members: _Members = field(default_factory=_Members)
+    """The units this plan gave the topic."""
     messages: list[StoredMessage] = field(default_factory=list)
 
     def absorb(self, vector: Vector, keywords: set[str], unit: Sequence[StoredMessage]) -> None:
-        self.vector_sum = vector.copy() if self.vector_sum is None else self.vector_sum + vector
+        self.members.add(vector)
         self.keywords |= keywords
         self.messages.extend(unit)
 
     def similarity(self, vector: Vector) -> float:
         anchor = cosine(vector, self.anchor) if self.anchor is not None else 0.0
-        gathered = cosine(vector, self.vector_sum) if self.vector_sum is not None else 0.0
-        return max(anchor, gathered)
+        return max(anchor, self.members.closest(vector))
 
 
 @dataclass
