@@ -53,6 +53,7 @@ from langgraph_topics.roles.native.vectors import (
     cosine,
     embed_matrix,
 )
+from langgraph_topics.roles.native.vectors import unit as unit_length
 from langgraph_topics.roles.protocols import NewTopic, SplitAssignment, SplitPlan, TopicInfo
 from langgraph_topics.state.records import StoredMessage
 from langgraph_topics.stores.protocols import Embedder
@@ -72,21 +73,18 @@ class _Members:
         self._count = 0
 
     def add(self, vector: Vector) -> None:
-        norm = float(np.linalg.norm(vector))
-        row = vector / norm if norm else vector
         if self._rows is None:
-            self._rows = np.empty((4, vector.shape[0]), dtype=vector.dtype)
+            self._rows = np.empty((4, vector.shape[0]), dtype=np.float32)
         elif self._count == len(self._rows):
             self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
-        self._rows[self._count] = row
+        self._rows[self._count] = unit_length(vector)
         self._count += 1
 
     def closest(self, vector: Vector) -> float:
         """Mean cosine of the ``_CLOSEST_MEMBERS`` members closest to ``vector`` (0 with none)."""
-        norm = float(np.linalg.norm(vector))
-        if self._rows is None or not norm:
+        if self._rows is None:
             return 0.0
-        cosines = self._rows[: self._count] @ (vector / norm)
+        cosines = self._rows[: self._count] @ unit_length(vector)
         if self._count > _CLOSEST_MEMBERS:
             cosines = np.partition(cosines, -_CLOSEST_MEMBERS)[-_CLOSEST_MEMBERS:]
         return float(np.mean(cosines))
