@@ -80,11 +80,11 @@ class _Members:
         self._rows[self._count] = unit_length(vector)
         self._count += 1
 
-    def closest(self, vector: Vector) -> float:
-        """Mean cosine of the ``_CLOSEST_MEMBERS`` members closest to ``vector`` (0 with none)."""
+    def closest(self, direction: Vector) -> float:
+        """Mean cosine of the members closest to ``direction`` (unit length), 0 with none."""
         if self._rows is None:
             return 0.0
-        cosines = self._rows[: self._count] @ unit_length(vector)
+        cosines = self._rows[: self._count] @ direction
         if self._count > _CLOSEST_MEMBERS:
             cosines = np.partition(cosines, -_CLOSEST_MEMBERS)[-_CLOSEST_MEMBERS:]
         return float(np.mean(cosines))
@@ -108,9 +108,10 @@ class _Target:
         self.keywords |= keywords
         self.messages.extend(unit)
 
-    def similarity(self, vector: Vector) -> float:
-        anchor = cosine(vector, self.anchor) if self.anchor is not None else 0.0
-        return max(anchor, self.members.closest(vector))
+    def similarity(self, direction: Vector) -> float:
+        """Cosine with ``direction``, of unit length: scaled once for all targets, not by each."""
+        anchor = cosine(direction, self.anchor) if self.anchor is not None else 0.0
+        return max(anchor, self.members.closest(direction))
 
 
 @dataclass
@@ -350,7 +351,7 @@ class NativeSplitter:
         runs: list[_Run],
         new_targets: list[_Target],
     ) -> None:
-        vector = centroid(np.stack([unit.vector for unit in waiting]))
+        vector = centroid(np.stack([unit.vector for unit in waiting]))  # unit length
         chosen = max(targets, key=lambda t: t.similarity(vector), default=None)
         if chosen is None:
             chosen = _Target(None, f"new-{len(new_targets) + 1}", None, set())
@@ -398,8 +399,9 @@ class NativeSplitter:
     ) -> _Target | None:
         best: _Target | None = None
         best_score = self.match
+        direction = unit_length(vector)
         for target in targets:
-            raw = target.similarity(vector) + self.keyword_weight * keyword_overlap(
+            raw = target.similarity(direction) + self.keyword_weight * keyword_overlap(
                 keywords, target.keywords
             )
             score = calibrate(raw)
