@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,25 @@ def test_a_long_log_is_compressed_aside_and_read_back_whole(
     assert read_tuning_log(path, rotated=True) == lines  # nothing lost, in order
     assert read_tuning_log(path) == lines[-len(read_tuning_log(path)) :]
     assert not list(tmp_path.glob("*.rotating"))
+
+
+def test_a_log_larger_than_the_compression_window_is_read_back_whole(tmp_path: Path) -> None:
+    from langgraph_topics.tuning.log import rotate
+
+    path = tmp_path / "tuning.jsonl"
+    lines = [
+        {"turn": n, "scores": [round(n * 0.37 % 1, 4)] * 8, "note": f"t{n * 7919}"}
+        for n in range(12_000)
+    ]
+    with path.open("w", encoding="utf-8") as log_file:
+        for line in lines:
+            log_file.write(json.dumps(line) + "\n")
+    written = path.stat().st_size
+    assert written > 1_000_000  # larger than the 512 KB window: compressed block by block
+
+    rotate(path)
+
+    (part,) = tmp_path.glob("tuning-*.jsonl.zst")
+    assert part.stat().st_size < written / 4
+    assert not path.exists() and not list(tmp_path.glob("*.rotating"))
+    assert read_tuning_log(path, rotated=True) == lines
