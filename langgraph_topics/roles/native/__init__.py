@@ -53,8 +53,7 @@ def native_roles(embedder: Embedder, settings: Settings | None = None) -> Roles:
         topic_window=topic_window,
         brief_writer=NativeBriefWriter(embedder, brief_bytes=brief_bytes),
         index_router=NativeIndexRouter(),
-        # The responder shares the topic window's message vectors: what it quotes is embedded.
-        responder=NativeResponder(vectors=topic_window.message_cache),
+        responder=NativeResponder(embedder),
     )
 
 

@@ -161,9 +161,9 @@ def _similarities(
 ) -> list[float | None]:
     """Cosine of each message with the question (None each without an embedder).
 
-    Keys are (message id, text hash), those of the native topic window, so a cache shared with
-    it already holds the messages it read. A quoted message whose text is what the index
-    embedded takes the index's vector (``known``): a long thread's quotes outgrow the cache.
+    Keys are (message id, text hash), as in the native topic window's cache. A quoted message
+    whose text is what the index embedded takes the index's vector (``known``): a long
+    thread's quotes outgrow any cache.
     """
     if vectors is None:
         return [None] * len(evidence)

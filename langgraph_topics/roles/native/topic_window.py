@@ -41,6 +41,8 @@ from langgraph_topics.tokens import TokenCounter, default_token_counter
 if TYPE_CHECKING:
     from langgraph_topics.retrieval.evidence import Evidence
 
+TEXT_CACHE_BYTES = 2**20
+"""Bound of the cache of queries and briefs (see ``NativeTopicWindow.text_cache``)."""
 LEXICAL_INDEXES = 64
 """Topics whose BM25 index a topic window keeps (at most ``max_active`` are read per turn)."""
 _REFERENCE_FLOOR = 0.3
@@ -117,8 +119,10 @@ class NativeTopicWindow:
         self.keyword_weight = keyword_weight
         self.message_cache = VectorCache(embedder, max_bytes=cache_bytes)
         # Queries and briefs are shared by all topics of a turn: cached so one turn embeds them
-        # once, not once per topic window.
-        self.text_cache = VectorCache(embedder)
+        # once, not once per topic window. A turn reads at most 20 topics' briefs: 1 MB holds
+        # ~300, while 4 MB kept every brief a split rewrote until full (0.55 MB more every
+        # 1,000 turns of `bench soak`).
+        self.text_cache = VectorCache(embedder, max_bytes=TEXT_CACHE_BYTES)
         # One BM25 index per topic read: the most recently read ones only (every topic of a
         # long thread, each holding its messages' keywords, grew with the thread).
         self._lexical_indexes: OrderedDict[str, tuple[tuple[str, int, str], BM25]] = OrderedDict()
