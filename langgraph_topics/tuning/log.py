@@ -183,13 +183,12 @@ _STREAM_BYTES = 2**16
 def _compress(source: BinaryIO, target: BinaryIO, size: int) -> None:
     """Compress ``source`` into ``target`` a block at a time, with small match tables.
 
-    A rotation runs inside a turn, in one of LangGraph's node threads. Compressing the whole
-    4 MB at level 9 took ~27 MB of buffers and tables from that thread's malloc heap, which
-    kept them as free bytes afterwards (glibc serves blocks that size from its heaps once its
-    ``mmap`` threshold has risen): ~22 MB of resident memory per rotation landing in a heap
-    not used for one before, the largest step of ``bench soak``. A 512 KB window and 64K-entry
-    tables hold ~1 MB and compress these lines as small as level 9 did (221 KB against 237 KB
-    for a 4 MB log).
+    A rotation runs inside a turn, in the thread of the node that logs it. Compressing the
+    whole 4 MB at level 9 in one call grew that thread's malloc heap by ~23 MB of tables and
+    buffers, kept as free bytes afterwards (glibc serves blocks that size from its heaps once
+    its ``mmap`` threshold has risen): the largest step of ``bench soak``'s resident memory.
+    A 512 KB window and 64K-entry tables grow it by under 2 MB and compress these lines
+    smaller than level 9 did (221 KB against 237 KB for a 4 MB log).
     """
     import zstandard
 
