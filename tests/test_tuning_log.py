@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_topics.tuning.log import append_line, read_tuning_log
+from langgraph_topics.tuning.log import append_line, read_tuning_log, rotate
 
 
 def test_lines_are_appended_whole_and_the_directory_is_made(tmp_path: Path) -> None:
@@ -51,8 +51,6 @@ def test_a_long_log_is_compressed_aside_and_read_back_whole(
 
 
 def test_a_log_larger_than_the_compression_window_is_read_back_whole(tmp_path: Path) -> None:
-    from langgraph_topics.tuning.log import rotate
-
     path = tmp_path / "tuning.jsonl"
     lines = [
         {"turn": n, "scores": [round(n * 0.37 % 1, 4)] * 8, "note": f"t{n * 7919}"}

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 from langgraph_topics.activation.grey import sliding_average
 from langgraph_topics.settings import Settings
 from langgraph_topics.state.records import AssembledContext, TopicRecord, TopicResult, TurnEvent
+from langgraph_topics.stores.durable import fsync_directory
 from langgraph_topics.tuning.role_stats import CallRecord, role_totals
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def rotate(path: Path) -> Path:
             compressed.flush()
             os.fsync(compressed.fileno())
         os.replace(scratch, target)
+        fsync_directory(path.parent)  # the compressed part is on disk before its source goes
         leftover.unlink()
     return path.with_name(f"{path.stem}-{stamp}.jsonl.zst")
 
