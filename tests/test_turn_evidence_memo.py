@@ -76,6 +76,16 @@ def test_one_list_is_scored_once_for_every_window() -> None:
     assert len(scorer.calls) == 1 and store.asked == 5
 
 
+def test_the_fan_outs_families_map_is_scored_once_for_every_window() -> None:
+    services, stores, scorer, _, _ = _setup()
+    working = _working(5)
+    families = {f"t{n}": "t0" for n in range(1, 300)}  # a long thread's subtopics
+    first = turn_evidence(services, stores, working, families)
+    for _ in range(9):
+        assert turn_evidence(services, stores, working, families) is first
+    assert len(scorer.calls) == 1 and scorer.calls[0][2] == families
+
+
 def test_a_split_another_list_or_other_families_are_scored_anew() -> None:
     services, stores, scorer, store, index = _setup()
     working = _working(5)

@@ -51,13 +51,13 @@ def turn_evidence(
         )
     index = stores.message_index
     base = index.base if isinstance(index, OverlayMessageIndex) else index
-    # What the scorer's own key reads of the index, so that a split in between is seen.
-    version = (index.token, len(base), len(index), tuple(sorted(families.items())))
+    # What the scorer's own key reads of the index, so that a split in between is seen. The
+    # fan-out hands its windows one families map, built for it and never changed: compared by
+    # identity, not sorted again by each window (hundreds of subtopics in a long thread).
+    version = (index.token, len(base), len(index))
+    made_for = (services.scorer, stores.topic_store, index) + ((families,) if families else ())
     return MEMO.get(
-        working,
-        (services.scorer, stores.topic_store, index),
-        version,
-        lambda records: _scored(services, stores, records, families),
+        working, made_for, version, lambda records: _scored(services, stores, records, families)
     )
 
 
