@@ -120,6 +120,8 @@ def test_counters_stay_sparse_in_the_checkpoint() -> None:
     twice = with_counts(with_counts(record, {"searched": 1}), {"searched": 2, "recalled": 1})
     assert twice["usage"] == {"searched": 3, "recalled": 1}
     assert "usage" not in record  # records are never changed in place
+    # A topic with nothing to count this turn is the same record (no copy per topic a turn).
+    assert with_counts(twice, {}) is twice and with_counts(twice, {"searched": 0}) is twice
 
 
 @pytest.mark.parametrize("bad", [6, -1, "x", "2.5", True, None, ""])

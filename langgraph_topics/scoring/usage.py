@@ -62,7 +62,13 @@ def turn_counts(
 
 
 def with_counts(record: TopicRecord, increments: Mapping[Counter, int]) -> TopicRecord:
-    """``record`` with its usage counters raised by ``increments`` (a new record)."""
+    """``record`` with its usage counters raised by ``increments`` (a new record).
+
+    ``record`` itself when nothing is raised: every turn passes each topic of the registry
+    through here, and most have nothing to count (hundreds of copies a turn in a long thread).
+    """
+    if not any(increments.values()):
+        return record
     usage: TopicUsage = {**(record.get("usage") or {})}
     for counter, step in increments.items():
         if step:
