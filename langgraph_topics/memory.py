@@ -33,7 +33,6 @@ from langgraph_topics.checks import (
 )
 from langgraph_topics.errors import InputError, StoreError, ThreadBusyError
 from langgraph_topics.graph.builder import build_graph
-from langgraph_topics.graph.concurrency import fan_out_threads
 from langgraph_topics.graph.review import build_review_graph
 from langgraph_topics.history.phrasing import PHRASED_THEMES, phrased_themes
 from langgraph_topics.history.themes import Theme
@@ -340,13 +339,15 @@ class TopicMemory:
 
         ``checkpoint_id``: from that earlier checkpoint instead of the newest (a fork).
         """
+        # Every active topic window of a turn runs at once (LangGraph's default pool has only
+        # a few workers on a small machine, and model calls mostly wait on the network).
         configurable: dict[str, Any] = {"thread_id": thread_id}
         if checkpoint_id is not None:
             configurable["checkpoint_id"] = checkpoint_id
         return {
             "configurable": configurable,
             "recursion_limit": 100,
-            "max_concurrency": fan_out_threads(self.services.roles, self.settings.max_active),
+            "max_concurrency": self.settings.max_active,
         }
 
     @contextmanager
