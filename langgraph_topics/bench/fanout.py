@@ -3,9 +3,8 @@
 Each active topic is read by a fake topic-window model that takes a fixed delay per call.
 If the fan-out is parallel, a turn takes about one delay whatever the number of topics; read
 one after another it would take ``n × delay``. By default turns run as ``TopicMemory.run_turn``
-runs them (``max_concurrency`` = ``Settings.max_active`` for windows that wait on a model, as
-this one does, so every active topic window of a turn runs at once: ``graph/concurrency.py``);
-``--max-concurrency`` runs the graph with LangGraph's cap instead.
+runs them (``max_concurrency`` = ``Settings.max_active``, so every active topic window of a turn
+runs at once); ``--max-concurrency`` runs the graph with LangGraph's cap instead.
 """
 
 from __future__ import annotations
